@@ -1,0 +1,179 @@
+/* Argument lists for libclang: the CUDA base and compiler-flag translation. */
+#include "flags.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ks_alloc.h"
+#include "ks_fs.h"
+
+#ifndef KS_CLANG_RESOURCE_DIR
+#define KS_CLANG_RESOURCE_DIR ""
+#endif
+
+/* clang 16's CUDA wrapper includes texture_fetch_functions.h, which CUDA 12
+ * removed: an empty stand-in lets the parse go on. */
+static const char texture_stub[] =
+    "/* kernelsmith-cc: stand-in for a header CUDA 12 removed. */\n";
+
+static int write_file(ks_ctx *ctx, const char *dir, const char *name, const char *text) {
+  char *path = ks_path_join(dir, name);
+  FILE *f = fopen(path, "w");
+  int rc = 0;
+  if (!f || fputs(text, f) < 0)
+    rc = ks_fail(ctx, "%s: cannot write", path);
+  if (f && fclose(f) && !rc)
+    rc = ks_fail(ctx, "%s: cannot write", path);
+  free(path);
+  return rc;
+}
+
+int ks_clang_env_init(ks_ctx *ctx, const char *workdir, ks_clang_env *out) {
+  memset(out, 0, sizeof *out);
+  if (ks_toolkit_find(ctx, &out->toolkit))
+    return -1;
+  const char *res = getenv("KERNELSMITH_CLANG_RESOURCE_DIR");
+  if (!res || !*res)
+    res = KS_CLANG_RESOURCE_DIR;
+  char *wrapper = ks_path_join(res, "include/__clang_cuda_runtime_wrapper.h");
+  if (*res && ks_is_file(wrapper))
+    snprintf(out->resource_dir, sizeof out->resource_dir, "%s", res);
+  free(wrapper);
+  snprintf(out->stub_dir, sizeof out->stub_dir, "%s/stubs", workdir);
+  if (mkdir(out->stub_dir, 0700) && !ks_is_dir(out->stub_dir))
+    return ks_fail(ctx, "%s: cannot create directory", out->stub_dir);
+  return write_file(ctx, out->stub_dir, "texture_fetch_functions.h", texture_stub);
+}
+
+static void push(ks_arena *arena, ks_strings *out, const char *s) {
+  *ks_array_push(arena, out) = ks_arena_strdup(arena, s);
+}
+
+static bool has_std(const ks_strings *flags) {
+  for (size_t i = 0; flags && i < flags->len; i++)
+    if (!strncmp(flags->items[i], "-std=", 5))
+      return true;
+  return false;
+}
+
+void ks_clang_args(ks_arena *arena, const ks_clang_env *env, const ks_strings *file_flags,
+                   const char *const *extra, size_t nextra, ks_strings *out) {
+  push(arena, out, "-x");
+  push(arena, out, "cuda");
+  push(arena, out, "--cuda-host-only");
+  *ks_array_push(arena, out) = ks_arena_printf(arena, "--cuda-path=%s", env->toolkit.root);
+  /* The newest architecture clang 16 knows; only the host side is parsed,
+   * so this changes no code path of the user's. */
+  push(arena, out, "--cuda-gpu-arch=sm_90");
+  push(arena, out, "-Wno-unknown-cuda-version");
+  /* Errors must not stop the parse: kernels after the 20th error count too. */
+  push(arena, out, "-ferror-limit=0");
+  push(arena, out, "-w");
+  if (*env->resource_dir) {
+    push(arena, out, "-resource-dir");
+    push(arena, out, env->resource_dir);
+  }
+  push(arena, out, "-isystem");
+  push(arena, out, env->stub_dir);
+  bool std_given = has_std(file_flags);
+  for (size_t i = 0; i < nextra; i++)
+    if (!strncmp(extra[i], "-std=", 5))
+      std_given = true;
+  if (!std_given)
+    push(arena, out, "-std=c++17");
+  for (size_t i = 0; file_flags && i < file_flags->len; i++)
+    *ks_array_push(arena, out) = file_flags->items[i];
+  for (size_t i = 0; i < nextra; i++)
+    push(arena, out, extra[i]);
+}
+
+/* ---- translation of compiler command lines ---------------------------- */
+
+static const char *absolute(ks_arena *arena, const char *path, const char *dir) {
+  if (path[0] == '/' || !dir)
+    return ks_arena_strdup(arena, path);
+  return ks_arena_printf(arena, "%s/%s", dir, path);
+}
+
+/* Flags that take a path, with the clang spelling we pass on. nvcc accepts
+ * long forms and "=" for most of them. */
+typedef struct path_flag {
+  const char *name; /* as written */
+  const char *clang;
+} path_flag;
+
+static const path_flag path_flags[] = {
+    {"-I", "-I"},           {"--include-path", "-I"}, {"-isystem", "-isystem"},
+    {"--system-include", "-isystem"}, {"-iquote", "-iquote"},  {"-idirafter", "-idirafter"},
+    {"-include", "-include"}, {"--pre-include", "-include"},
+};
+
+typedef struct value_flag {
+  const char *name;
+  const char *clang;
+} value_flag;
+
+static const value_flag value_flags[] = {
+    {"-D", "-D"}, {"--define-macro", "-D"}, {"-U", "-U"}, {"--undefine-macro", "-U"},
+};
+
+/* Matches `arg` against `name` as "-Xvalue", "-X value", "--x=value" or
+ * "--x value"; sets *value (possibly from the next argument) and *used. */
+static bool match(const char *arg, const char *next, const char *name, const char **value,
+                  int *used) {
+  size_t n = strlen(name);
+  if (strncmp(arg, name, n))
+    return false;
+  bool long_form = name[1] == '-' || n > 2;
+  if (arg[n] == '\0') {
+    if (!next)
+      return false;
+    *value = next;
+    *used = 2;
+    return true;
+  }
+  if (arg[n] == '=') {
+    *value = arg + n + 1;
+    *used = 1;
+    return true;
+  }
+  if (!long_form) { /* -Ipath, -DNAME */
+    *value = arg + n;
+    *used = 1;
+    return true;
+  }
+  return false;
+}
+
+void ks_flags_translate(ks_arena *arena, const char *const *argv, size_t argc, const char *dir,
+                        ks_strings *out) {
+  for (size_t i = 1; i < argc; i++) {
+    const char *arg = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL, *value = NULL;
+    int used = 0;
+    bool done = false;
+    for (size_t k = 0; !done && k < sizeof path_flags / sizeof *path_flags; k++) {
+      if (match(arg, next, path_flags[k].name, &value, &used)) {
+        push(arena, out, path_flags[k].clang);
+        *ks_array_push(arena, out) = absolute(arena, value, dir);
+        done = true;
+      }
+    }
+    for (size_t k = 0; !done && k < sizeof value_flags / sizeof *value_flags; k++) {
+      if (match(arg, next, value_flags[k].name, &value, &used)) {
+        *ks_array_push(arena, out) = ks_arena_printf(arena, "%s%s", value_flags[k].clang, value);
+        done = true;
+      }
+    }
+    if (!done && (match(arg, next, "-std", &value, &used) ||
+                  match(arg, next, "--std", &value, &used))) {
+      *ks_array_push(arena, out) = ks_arena_printf(arena, "-std=%s", value);
+      done = true;
+    }
+    if (done)
+      i += (size_t)used - 1;
+    /* Everything else (architectures, optimization, -Xcompiler, output
+     * files, the source itself) does not change what the parse sees. */
+  }
+}

@@ -1,0 +1,96 @@
+/* tu: what one translation unit yields, and the libclang helpers the
+ * extraction files share. Internal to the frontend: this is the only header
+ * that includes clang-c, and no libclang type leaves the frontend.
+ *
+ * Ownership: a ks_tu_result and everything in it live in its own arena, so
+ * parser threads never share an allocator; the scan keeps the arena alive
+ * after merging. */
+#ifndef KS_TU_H
+#define KS_TU_H
+
+#include <clang-c/Index.h>
+
+#include "ks_model.h"
+#include "ks_scan.h"
+
+/* A call of a user function template with known arguments: lets a launch
+ * inside a template host function be resolved per instantiation. */
+typedef struct ks_template_call {
+  const char *template_usr; /* primary template */
+  ks_template_args args;    /* its parameter names bound to values */
+} ks_template_call;
+typedef KS_ARRAY(ks_template_call) ks_template_calls;
+
+typedef struct ks_tu_result {
+  ks_arena arena;
+  const char *main_file;
+  ks_kernels kernels;          /* defined here; launches filled by the merge */
+  ks_launches launches;
+  ks_template_calls template_calls;
+  ks_strings included;         /* non-system files this unit included */
+  ks_scanned_file file;        /* status and diagnostics */
+} ks_tu_result;
+
+/* Per-unit extraction state shared by tu_*.c. */
+typedef struct ks_tu {
+  CXTranslationUnit unit;
+  ks_arena *arena;
+  ks_tu_result *out;
+  /* CXFile -> absolute path, small cache (units touch few user files) */
+  struct { CXFile file; const char *path; } files[64];
+  unsigned nfiles;
+} ks_tu;
+
+/* Walks the unit and fills `tu->out` (kernels, launches, template calls). */
+void ks_tu_extract(ks_tu *tu);
+
+/* tu_kernel.c: a kernel's details from its definition cursor (a FunctionDecl
+ * or FunctionTemplate with a body and the global attribute). */
+void ks_tu_kernel(ks_tu *tu, CXCursor def, ks_kernel *out);
+/* Whether a function declaration carries __global__. */
+bool ks_tu_is_kernel(CXCursor fn);
+
+/* tu_launch.c: one launch site. `call` is the CUDA kernel call expression
+ * (<<<>>>) or a cudaLaunchKernel-style call, `api` names the latter.
+ * Returns false when the call turns out not to be a launch. */
+typedef struct ks_launch_scope {
+  CXCursor function;     /* enclosing function (or template) */
+  bool in_lambda;
+} ks_launch_scope;
+bool ks_tu_launch(ks_tu *tu, CXCursor call, const char *api, const ks_launch_scope *scope,
+                  ks_launch *out);
+/* Whether a call expression is a <<<>>> launch (has the push-configuration
+ * call among its children). */
+bool ks_tu_is_chevron_launch(CXCursor call);
+
+/* tu_text.c: locations and source text. */
+ks_loc ks_tu_loc(ks_tu *tu, CXSourceLocation loc);          /* file location */
+ks_loc ks_tu_expansion_loc(ks_tu *tu, CXSourceLocation loc);
+ks_loc ks_tu_spelling_loc(ks_tu *tu, CXSourceLocation loc);
+ks_range ks_tu_extent(ks_tu *tu, CXCursor c);               /* file range */
+bool ks_tu_in_system(CXCursor c);
+bool ks_tu_in_macro(CXCursor c);  /* location spelled inside a macro body or arg */
+/* Text of [begin, end) in `file` as the unit saw it; NULL if out of range. */
+const char *ks_tu_text(ks_tu *tu, const char *file, unsigned begin, unsigned end);
+const char *ks_tu_range_text(ks_tu *tu, ks_range r);
+/* An expression as the user wrote it, or clang's printing of it when it was
+ * spelled in a macro body (see tu_text.c). `outer` bounds where it may lie. */
+const char *ks_tu_expr_text(ks_tu *tu, CXCursor expr, ks_range outer);
+/* The name of the macro whose expansion starts at `loc`, or NULL. */
+const char *ks_tu_macro_at(ks_tu *tu, ks_loc loc);
+const char *ks_tu_string(ks_tu *tu, CXString s); /* copies, then disposes */
+const char *ks_tu_spelling(ks_tu *tu, CXCursor c);
+const char *ks_tu_usr(ks_tu *tu, CXCursor c);
+const char *ks_tu_type(ks_tu *tu, CXType t);
+/* "ns::Class::name", from the semantic parents. */
+const char *ks_tu_qualified_name(ks_tu *tu, CXCursor c);
+/* Skips implicit casts, parentheses and other wrappers down to the first
+ * child that is a reference (DeclRefExpr, overloaded ref, member ref). */
+CXCursor ks_tu_strip(CXCursor c);
+/* Children of a cursor, in order, into `out` (at most `max`); returns count. */
+unsigned ks_tu_children(CXCursor c, CXCursor *out, unsigned max);
+/* Template arguments of a function template specialization, named after the
+ * primary template's parameters. */
+void ks_tu_template_args(ks_tu *tu, CXCursor specialization, ks_template_args *out);
+
+#endif

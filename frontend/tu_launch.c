@@ -1,0 +1,430 @@
+/* One launch site: which kernel it runs (the overload, the template
+ * arguments, or the candidates of a function pointer) and its configuration
+ * and arguments as the user wrote them.
+ *
+ * Text comes from the source when the <<< >>> is spelled in the file, split at
+ * top-level commas so that macros and formatting survive; when the chevrons
+ * come from a macro, each piece is read from its own cursor instead. */
+#include <ctype.h>
+#include <string.h>
+
+#include "tu.h"
+
+enum { MAX_CHILDREN = 96 };
+
+bool ks_tu_is_chevron_launch(CXCursor call) {
+  CXCursor kids[MAX_CHILDREN];
+  unsigned n = ks_tu_children(call, kids, MAX_CHILDREN);
+  for (unsigned i = 0; i < n; i++) {
+    if (clang_getCursorKind(kids[i]) != CXCursor_CallExpr)
+      continue;
+    CXString s = clang_getCursorSpelling(kids[i]);
+    const char *name = clang_getCString(s);
+    bool config = name && (!strcmp(name, "__cudaPushCallConfiguration") ||
+                           !strcmp(name, "cudaConfigureCall"));
+    clang_disposeString(s);
+    if (config)
+      return true;
+  }
+  return false;
+}
+
+/* ---- splitting text at top-level commas ------------------------------- */
+
+/* Skips a comment or a string/char literal starting at p; returns p when
+ * there is none. */
+static const char *skip_lexical(const char *p) {
+  if (p[0] == '/' && p[1] == '/') {
+    while (*p && *p != '\n')
+      p++;
+    return p;
+  }
+  if (p[0] == '/' && p[1] == '*') {
+    const char *end = strstr(p + 2, "*/");
+    return end ? end + 2 : p + strlen(p);
+  }
+  if (*p == '"' || *p == '\'') {
+    char q = *p++;
+    while (*p && *p != q)
+      p += (*p == '\\' && p[1]) ? 2 : 1;
+    return *p ? p + 1 : p;
+  }
+  return p;
+}
+
+static const char *trimmed(ks_tu *tu, const char *begin, const char *end) {
+  while (begin < end && isspace((unsigned char)*begin))
+    begin++;
+  while (end > begin && isspace((unsigned char)end[-1]))
+    end--;
+  return ks_arena_strndup(tu->arena, begin, (size_t)(end - begin));
+}
+
+/* Splits [p, end) at commas outside brackets into `out`. */
+static void split_top(ks_tu *tu, const char *p, const char *end, ks_strings *out) {
+  int depth = 0;
+  const char *start = p;
+  bool any = false;
+  while (p < end) {
+    const char *q = skip_lexical(p);
+    if (q != p) {
+      p = q;
+      any = true;
+      continue;
+    }
+    if (*p == '(' || *p == '[' || *p == '{')
+      depth++;
+    else if (*p == ')' || *p == ']' || *p == '}')
+      depth--;
+    else if (*p == ',' && depth == 0) {
+      *ks_array_push(tu->arena, out) = trimmed(tu, start, p);
+      start = p + 1;
+    } else if (!isspace((unsigned char)*p))
+      any = true;
+    p++;
+  }
+  if (any || out->len)
+    *ks_array_push(tu->arena, out) = trimmed(tu, start, end);
+}
+
+/* Finds `what` in [p, end) outside comments and literals. */
+static const char *find_top(const char *p, const char *end, const char *what) {
+  size_t n = strlen(what);
+  while (p < end) {
+    const char *q = skip_lexical(p);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    if ((size_t)(end - p) >= n && !strncmp(p, what, n))
+      return p;
+    p++;
+  }
+  return NULL;
+}
+
+/* Matching close bracket of the one at `open`. */
+static const char *matching(const char *open, const char *end) {
+  char o = *open, c = o == '(' ? ')' : o == '<' ? '>' : o == '[' ? ']' : '}';
+  int depth = 0;
+  for (const char *p = open; p < end;) {
+    const char *q = skip_lexical(p);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    if (*p == o)
+      depth++;
+    else if (*p == c && --depth == 0)
+      return p;
+    p++;
+  }
+  return NULL;
+}
+
+/* The template arguments written after the callee's name: "k<T, 4>". */
+static void written_template_args(ks_tu *tu, const char *callee, ks_strings *out) {
+  const char *open = strchr(callee, '<');
+  if (!open)
+    return;
+  const char *end = callee + strlen(callee);
+  const char *close = matching(open, end);
+  if (close)
+    split_top(tu, open + 1, close, out);
+}
+
+/* <<< >>> spelled in the file: read callee, configuration and arguments
+ * straight from the text. */
+static bool split_chevron_text(ks_tu *tu, const char *text, ks_launch *out) {
+  const char *end = text + strlen(text);
+  const char *open = find_top(text, end, "<<<");
+  const char *close = open ? find_top(open + 3, end, ">>>") : NULL;
+  if (!open || !close)
+    return false;
+  const char *paren = close + 3;
+  while (paren < end && isspace((unsigned char)*paren))
+    paren++;
+  const char *paren_end = paren < end && *paren == '(' ? matching(paren, end) : NULL;
+  if (!paren_end)
+    return false;
+  out->callee = trimmed(tu, text, open);
+  ks_strings config = {0};
+  split_top(tu, open + 3, close, &config);
+  if (config.len < 2)
+    return false;
+  out->grid = config.items[0];
+  out->block = config.items[1];
+  out->smem = config.len > 2 ? config.items[2] : NULL;
+  out->stream = config.len > 3 ? config.items[3] : NULL;
+  split_top(tu, paren + 1, paren_end, &out->args);
+  return true;
+}
+
+/* ---- resolution ------------------------------------------------------- */
+
+static bool kernel_decl(CXCursor decl, CXCursor *primary) {
+  enum CXCursorKind k = clang_getCursorKind(decl);
+  if (k != CXCursor_FunctionDecl && k != CXCursor_FunctionTemplate)
+    return false;
+  CXCursor pattern = clang_getSpecializedCursorTemplate(decl);
+  CXCursor p = clang_Cursor_isNull(pattern) ? decl : pattern;
+  if (!ks_tu_is_kernel(p) && !ks_tu_is_kernel(decl))
+    return false;
+  *primary = p;
+  return true;
+}
+
+static void set_kernel(ks_tu *tu, CXCursor decl, CXCursor primary, ks_launch *out) {
+  out->kernel_usr = ks_tu_usr(tu, primary);
+  out->kernel_name = ks_tu_qualified_name(tu, primary);
+  if (!clang_equalCursors(decl, primary))
+    ks_tu_template_args(tu, decl, &out->template_args);
+}
+
+/* Collects the kernels a function-pointer variable is given, from its
+ * initializer and every plain assignment to it inside `scope`. */
+typedef struct pointer_search {
+  ks_tu *tu;
+  CXCursor var;
+  ks_launch *out;
+} pointer_search;
+
+static void add_candidate(pointer_search *s, CXCursor ref) {
+  CXCursor decl = clang_getCursorReferenced(ref), primary;
+  if (clang_Cursor_isNull(decl) || !kernel_decl(decl, &primary))
+    return;
+  ks_launch_candidate *c = ks_array_push(s->tu->arena, &s->out->candidates);
+  c->kernel_usr = ks_tu_usr(s->tu, primary);
+  c->kernel_name = ks_tu_qualified_name(s->tu, primary);
+  c->loc = ks_tu_expansion_loc(s->tu, clang_getCursorLocation(ref));
+  if (!clang_equalCursors(decl, primary))
+    ks_tu_template_args(s->tu, decl, &c->template_args);
+}
+
+static enum CXChildVisitResult collect_refs(CXCursor c, CXCursor parent, CXClientData data) {
+  if (clang_getCursorKind(c) == CXCursor_DeclRefExpr)
+    add_candidate(data, c);
+  return CXChildVisit_Recurse;
+}
+
+static bool refers_to(CXCursor expr, CXCursor var) {
+  CXCursor ref = ks_tu_strip(expr);
+  return clang_getCursorKind(ref) == CXCursor_DeclRefExpr &&
+         clang_equalCursors(clang_getCursorReferenced(ref), var);
+}
+
+static enum CXChildVisitResult find_assignments(CXCursor c, CXCursor parent, CXClientData data) {
+  pointer_search *s = data;
+  enum CXCursorKind kind = clang_getCursorKind(c);
+  if (kind == CXCursor_VarDecl && clang_equalCursors(c, s->var)) {
+    clang_visitChildren(c, collect_refs, s);
+    return CXChildVisit_Continue;
+  }
+  if (kind == CXCursor_BinaryOperator) {
+    CXCursor kids[2];
+    if (ks_tu_children(c, kids, 2) == 2 && refers_to(kids[0], s->var)) {
+      /* Only "=": the text between the operands is the operator. */
+      ks_range l = ks_tu_extent(s->tu, kids[0]), r = ks_tu_extent(s->tu, kids[1]);
+      const char *op = ks_tu_text(s->tu, l.end.file, l.end.offset, r.begin.offset);
+      while (op && isspace((unsigned char)*op))
+        op++;
+      if (op && op[0] == '=' && op[1] != '=') {
+        clang_visitChildren(kids[1], collect_refs, s);
+        if (clang_getCursorKind(kids[1]) == CXCursor_DeclRefExpr)
+          add_candidate(s, kids[1]); /* the visit above saw only its children */
+        return CXChildVisit_Continue;
+      }
+    }
+  }
+  return CXChildVisit_Recurse;
+}
+
+static void resolve_pointer(ks_tu *tu, CXCursor var, const ks_launch_scope *scope, ks_launch *out) {
+  const char *name = ks_tu_spelling(tu, var);
+  if (clang_getCursorKind(var) == CXCursor_ParmDecl) {
+    out->resolution = KS_UNRESOLVED;
+    out->note = ks_arena_printf(tu->arena,
+                                "the kernel is the function pointer parameter '%s' of %s; "
+                                "its callers decide which kernel runs",
+                                name, out->enclosing);
+    return;
+  }
+  pointer_search s = {tu, var, out};
+  clang_visitChildren(scope->function, find_assignments, &s);
+  if (out->candidates.len) {
+    out->resolution = KS_RESOLVED_POINTER;
+    out->note = ks_arena_printf(tu->arena,
+                                "through the function pointer '%s': %zu candidate%s from its "
+                                "assignments in %s",
+                                name, out->candidates.len, out->candidates.len == 1 ? "" : "s",
+                                out->enclosing);
+  } else {
+    out->resolution = KS_UNRESOLVED;
+    out->note = ks_arena_printf(tu->arena,
+                                "through the function pointer '%s', which is not assigned a "
+                                "kernel inside %s",
+                                name, out->enclosing);
+  }
+}
+
+/* Fills kernel, template arguments and resolution from the callee cursor. */
+static void resolve(ks_tu *tu, CXCursor callee, const ks_launch_scope *scope, ks_launch *out) {
+  CXCursor ref = ks_tu_strip(callee);
+  enum CXCursorKind kind = clang_getCursorKind(ref);
+  if (kind == CXCursor_DeclRefExpr || kind == CXCursor_MemberRefExpr) {
+    CXCursor decl = clang_getCursorReferenced(ref), primary;
+    if (!clang_Cursor_isNull(decl) && kernel_decl(decl, &primary)) {
+      out->resolution = KS_RESOLVED;
+      set_kernel(tu, decl, primary, out);
+      return;
+    }
+    enum CXCursorKind dk = clang_getCursorKind(decl);
+    if (dk == CXCursor_VarDecl || dk == CXCursor_ParmDecl) {
+      resolve_pointer(tu, decl, scope, out);
+      return;
+    }
+  } else if (kind == CXCursor_OverloadedDeclRef) {
+    /* A call that depends on template parameters: clang keeps the set of
+     * templates the name may mean. */
+    unsigned n = clang_getNumOverloadedDecls(ref);
+    CXCursor only = clang_getNullCursor(), primary;
+    unsigned kernels = 0;
+    for (unsigned i = 0; i < n; i++) {
+      CXCursor d = clang_getOverloadedDecl(ref, i);
+      if (kernel_decl(d, &primary)) {
+        if (kernels == 0 || !clang_equalCursors(primary, only))
+          kernels++;
+        only = primary;
+      }
+    }
+    if (kernels == 1) {
+      out->resolution = KS_RESOLVED;
+      out->kernel_usr = ks_tu_usr(tu, only);
+      out->kernel_name = ks_tu_qualified_name(tu, only);
+      out->template_dependent = true;
+      return;
+    }
+    out->resolution = KS_UNRESOLVED;
+    out->note = ks_arena_printf(tu->arena,
+                                "the callee names %u overloaded kernels and its arguments "
+                                "depend on template parameters",
+                                kernels);
+    return;
+  }
+  out->resolution = KS_UNRESOLVED;
+  out->note = "the callee is an expression that does not name a kernel";
+}
+
+/* Pairs dependent, as-written template arguments with the kernel template's
+ * parameter names (looked up by the merge when it knows the kernel). */
+static void dependent_args(ks_tu *tu, ks_launch *out) {
+  ks_strings written = {0};
+  written_template_args(tu, out->callee ? out->callee : "", &written);
+  for (size_t i = 0; i < written.len; i++) {
+    ks_template_arg *a = ks_array_push(tu->arena, &out->template_args);
+    a->value = written.items[i];
+  }
+}
+
+static void set_scope(ks_tu *tu, const ks_launch_scope *scope, ks_launch *out) {
+  CXCursor fn = scope->function;
+  out->enclosing = ks_tu_qualified_name(tu, fn);
+  out->enclosing_usr = ks_tu_usr(tu, fn);
+  out->in_lambda = scope->in_lambda;
+  CXCursor parent = clang_getCursorSemanticParent(fn);
+  out->in_template = clang_getCursorKind(fn) == CXCursor_FunctionTemplate ||
+                     clang_getCursorKind(parent) == CXCursor_ClassTemplate ||
+                     clang_getCursorKind(parent) == CXCursor_ClassTemplatePartialSpecialization;
+}
+
+static void chevron(ks_tu *tu, CXCursor call, ks_launch *out) {
+  CXCursor kids[MAX_CHILDREN];
+  unsigned n = ks_tu_children(call, kids, MAX_CHILDREN);
+  const char *text = ks_tu_range_text(tu, out->extent);
+  if (text && split_chevron_text(tu, text, out))
+    return;
+  /* The chevrons come from a macro: read each piece from its cursor. */
+  out->callee = n ? ks_tu_expr_text(tu, kids[0], out->extent) : NULL;
+  for (unsigned i = 1; i < n; i++) {
+    if (clang_getCursorKind(kids[i]) == CXCursor_CallExpr) {
+      CXString s = clang_getCursorSpelling(kids[i]);
+      bool config = !strcmp(clang_getCString(s), "__cudaPushCallConfiguration") ||
+                    !strcmp(clang_getCString(s), "cudaConfigureCall");
+      clang_disposeString(s);
+      if (config) {
+        CXCursor cfg[6];
+        unsigned m = ks_tu_children(kids[i], cfg, 6);
+        /* cfg[0] is the reference to the configuration function itself. */
+        out->grid = m > 1 ? ks_tu_expr_text(tu, cfg[1], out->extent) : NULL;
+        out->block = m > 2 ? ks_tu_expr_text(tu, cfg[2], out->extent) : NULL;
+        out->smem = m > 3 ? ks_tu_expr_text(tu, cfg[3], out->extent) : NULL;
+        out->stream = m > 4 ? ks_tu_expr_text(tu, cfg[4], out->extent) : NULL;
+        for (unsigned j = i + 1; j < n; j++)
+          *ks_array_push(tu->arena, &out->args) = ks_tu_expr_text(tu, kids[j], out->extent);
+        return;
+      }
+    }
+  }
+}
+
+/* cudaLaunchKernel(func, grid, block, args, smem, stream) and friends. */
+static void runtime_api(ks_tu *tu, CXCursor call, const char *api, ks_launch *out,
+                        CXCursor *callee) {
+  CXCursor kids[MAX_CHILDREN];
+  unsigned n = ks_tu_children(call, kids, MAX_CHILDREN);
+  /* kids[0] is the API function itself. */
+  bool ex = strncmp(api, "cudaLaunchKernelEx", 18) == 0;
+  unsigned func = ex ? 2 : 1;
+  if (n <= func) {
+    *callee = clang_getNullCursor();
+    return;
+  }
+  *callee = kids[func];
+  out->callee = ks_tu_expr_text(tu, kids[func], out->extent);
+  if (ex) {
+    const char *config = n > 1 ? ks_tu_expr_text(tu, kids[1], out->extent) : NULL;
+    out->grid = ks_arena_printf(tu->arena, "(%s)->gridDim", config ? config : "config");
+    out->block = ks_arena_printf(tu->arena, "(%s)->blockDim", config ? config : "config");
+    out->smem = ks_arena_printf(tu->arena, "(%s)->dynamicSmemBytes", config ? config : "config");
+    out->stream = ks_arena_printf(tu->arena, "(%s)->stream", config ? config : "config");
+    for (unsigned j = 3; j < n; j++)
+      *ks_array_push(tu->arena, &out->args) = ks_tu_expr_text(tu, kids[j], out->extent);
+    return;
+  }
+  const char *const *slots[] = {&out->grid, &out->block, NULL, &out->smem, &out->stream};
+  for (unsigned j = 0; j < 5 && func + 1 + j < n; j++) {
+    const char *t = ks_tu_expr_text(tu, kids[func + 1 + j], out->extent);
+    if (slots[j])
+      *(const char **)slots[j] = t;
+    else if (t)
+      *ks_array_push(tu->arena, &out->args) = t; /* the void** argument array */
+  }
+}
+
+bool ks_tu_launch(ks_tu *tu, CXCursor call, const char *api, const ks_launch_scope *scope,
+                  ks_launch *out) {
+  out->kind = api ? KS_LAUNCH_RUNTIME_API : KS_LAUNCH_CHEVRON;
+  out->api = api;
+  out->extent = ks_tu_extent(tu, call);
+  out->loc = out->extent.begin;
+  if (ks_tu_in_macro(call))
+    out->macro = ks_tu_macro_at(tu, out->loc);
+  set_scope(tu, scope, out);
+
+  CXCursor callee;
+  if (api) {
+    runtime_api(tu, call, api, out, &callee);
+    if (clang_Cursor_isNull(callee))
+      return false;
+  } else {
+    CXCursor kids[1];
+    if (!ks_tu_children(call, kids, 1))
+      return false;
+    callee = kids[0];
+    chevron(tu, call, out);
+  }
+  resolve(tu, callee, scope, out);
+  if (out->template_dependent)
+    dependent_args(tu, out);
+  return true;
+}

@@ -1,0 +1,270 @@
+/* Locations and source text over libclang.
+ *
+ * libclang reports ranges with their start as written (possibly inside a
+ * macro) and their end moved out of macro bodies; the helpers here turn that
+ * into the text a user would point at: the expression as written in the file
+ * where possible, the macro invocation that produced it otherwise, and
+ * clang's own printing of the expanded expression as the last resort. */
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ks_buf.h"
+#include "tu.h"
+
+const char *ks_tu_string(ks_tu *tu, CXString s) {
+  const char *c = clang_getCString(s);
+  const char *out = ks_arena_strdup(tu->arena, c ? c : "");
+  clang_disposeString(s);
+  return out;
+}
+
+const char *ks_tu_spelling(ks_tu *tu, CXCursor c) { return ks_tu_string(tu, clang_getCursorSpelling(c)); }
+const char *ks_tu_usr(ks_tu *tu, CXCursor c) { return ks_tu_string(tu, clang_getCursorUSR(c)); }
+const char *ks_tu_type(ks_tu *tu, CXType t) { return ks_tu_string(tu, clang_getTypeSpelling(t)); }
+
+static const char *file_path(ks_tu *tu, CXFile file) {
+  if (!file)
+    return NULL;
+  for (unsigned i = 0; i < tu->nfiles; i++)
+    if (clang_File_isEqual(tu->files[i].file, file))
+      return tu->files[i].path;
+  const char *path = ks_tu_string(tu, clang_File_tryGetRealPathName(file));
+  if (!*path) {
+    const char *name = ks_tu_string(tu, clang_getFileName(file));
+    char *real = realpath(name, NULL);
+    path = real ? ks_arena_strdup(tu->arena, real) : name;
+    free(real);
+  }
+  if (tu->nfiles < sizeof tu->files / sizeof *tu->files) {
+    tu->files[tu->nfiles].file = file;
+    tu->files[tu->nfiles].path = path;
+    tu->nfiles++;
+  }
+  return path;
+}
+
+typedef void (*loc_fn)(CXSourceLocation, CXFile *, unsigned *, unsigned *, unsigned *);
+
+static ks_loc make_loc(ks_tu *tu, CXSourceLocation loc, loc_fn fn) {
+  CXFile file = NULL;
+  unsigned line = 0, col = 0, offset = 0;
+  fn(loc, &file, &line, &col, &offset);
+  return (ks_loc){file_path(tu, file), line, col, offset};
+}
+
+ks_loc ks_tu_loc(ks_tu *tu, CXSourceLocation loc) { return make_loc(tu, loc, clang_getFileLocation); }
+ks_loc ks_tu_expansion_loc(ks_tu *tu, CXSourceLocation loc) {
+  return make_loc(tu, loc, clang_getExpansionLocation);
+}
+ks_loc ks_tu_spelling_loc(ks_tu *tu, CXSourceLocation loc) {
+  return make_loc(tu, loc, clang_getSpellingLocation);
+}
+
+static bool same_file(ks_loc a, ks_loc b) { return a.file && b.file && !strcmp(a.file, b.file); }
+static bool same_loc(ks_loc a, ks_loc b) { return same_file(a, b) && a.offset == b.offset; }
+
+ks_range ks_tu_extent(ks_tu *tu, CXCursor c) {
+  CXSourceRange r = clang_getCursorExtent(c);
+  ks_range out = {ks_tu_expansion_loc(tu, clang_getRangeStart(r)),
+                  ks_tu_loc(tu, clang_getRangeEnd(r))};
+  if (!same_file(out.begin, out.end) || out.end.offset < out.begin.offset)
+    out.end = out.begin;
+  return out;
+}
+
+bool ks_tu_in_system(CXCursor c) {
+  return clang_Location_isInSystemHeader(clang_getCursorLocation(c)) != 0;
+}
+
+bool ks_tu_in_macro(CXCursor c) {
+  CXSourceLocation loc = clang_getCursorLocation(c);
+  CXFile f1 = NULL, f2 = NULL;
+  unsigned o1 = 0, o2 = 0;
+  clang_getSpellingLocation(loc, &f1, NULL, NULL, &o1);
+  clang_getExpansionLocation(loc, &f2, NULL, NULL, &o2);
+  return o1 != o2 || !clang_File_isEqual(f1, f2);
+}
+
+/* The CXFile a path came from; the cache holds every path we handed out. */
+static CXFile file_of(ks_tu *tu, const char *path) {
+  for (unsigned i = 0; i < tu->nfiles; i++)
+    if (tu->files[i].path == path || !strcmp(tu->files[i].path, path))
+      return tu->files[i].file;
+  return clang_getFile(tu->unit, path);
+}
+
+const char *ks_tu_text(ks_tu *tu, const char *file, unsigned begin, unsigned end) {
+  if (!file || end < begin)
+    return NULL;
+  CXFile f = file_of(tu, file);
+  size_t size = 0;
+  const char *data = f ? clang_getFileContents(tu->unit, f, &size) : NULL;
+  if (!data || end > size)
+    return NULL;
+  return ks_arena_strndup(tu->arena, data + begin, end - begin);
+}
+
+const char *ks_tu_range_text(ks_tu *tu, ks_range r) {
+  if (!same_file(r.begin, r.end))
+    return NULL;
+  return ks_tu_text(tu, r.begin.file, r.begin.offset, r.end.offset);
+}
+
+static bool within(ks_loc a, ks_loc b, ks_range outer) {
+  return same_file(a, outer.begin) && same_file(b, outer.begin) && a.offset >= outer.begin.offset &&
+         b.offset <= outer.end.offset && a.offset <= b.offset;
+}
+
+static const char *printed(ks_tu *tu, CXCursor expr) {
+  CXPrintingPolicy policy = clang_getCursorPrintingPolicy(expr);
+  const char *text = ks_tu_string(tu, clang_getCursorPrettyPrinted(expr, policy));
+  clang_PrintingPolicy_dispose(policy);
+  return text;
+}
+
+const char *ks_tu_expr_text(ks_tu *tu, CXCursor expr, ks_range outer) {
+  CXSourceRange r = clang_getCursorExtent(expr);
+  if (clang_Range_isNull(r))
+    return NULL;
+  CXSourceLocation b = clang_getRangeStart(r), e = clang_getRangeEnd(r);
+  ks_loc sb = ks_tu_spelling_loc(tu, b), se = ks_tu_spelling_loc(tu, e);
+  ks_loc eb = ks_tu_expansion_loc(tu, b), fe = ks_tu_loc(tu, e);
+  if (!sb.file && !eb.file)
+    return NULL; /* implicit: a defaulted argument has no source */
+  /* Written plainly in the file. */
+  if (same_loc(sb, eb) && same_loc(se, fe))
+    return ks_tu_text(tu, eb.file, eb.offset, fe.offset);
+  /* Passed as a macro argument: its spelling lies inside the invocation. */
+  if (within(sb, se, outer))
+    return ks_tu_text(tu, sb.file, sb.offset, se.offset);
+  /* It is (or starts with) a macro invocation of its own, inside `outer`. */
+  if (within(eb, fe, outer) && !(eb.offset == outer.begin.offset && fe.offset == outer.end.offset))
+    return ks_tu_text(tu, eb.file, eb.offset, fe.offset);
+  /* Spelled inside a macro body that also holds the rest of the launch. */
+  return printed(tu, expr);
+}
+
+const char *ks_tu_macro_at(ks_tu *tu, ks_loc loc) {
+  if (!loc.file)
+    return NULL;
+  CXFile f = file_of(tu, loc.file);
+  size_t size = 0;
+  const char *data = f ? clang_getFileContents(tu->unit, f, &size) : NULL;
+  if (!data || loc.offset >= size)
+    return NULL;
+  const char *p = data + loc.offset;
+  if (!(isalpha((unsigned char)*p) || *p == '_'))
+    return NULL;
+  size_t n = 0;
+  while (loc.offset + n < size && (isalnum((unsigned char)p[n]) || p[n] == '_'))
+    n++;
+  return ks_arena_strndup(tu->arena, p, n);
+}
+
+const char *ks_tu_qualified_name(ks_tu *tu, CXCursor c) {
+  const char *parts[32];
+  unsigned n = 0;
+  for (CXCursor p = c; !clang_Cursor_isNull(p) && n < 32; p = clang_getCursorSemanticParent(p)) {
+    enum CXCursorKind k = clang_getCursorKind(p);
+    if (k == CXCursor_TranslationUnit || clang_isInvalid(k))
+      break;
+    if (k == CXCursor_LinkageSpec)
+      continue;
+    const char *name = ks_tu_spelling(tu, p);
+    if (!*name)
+      name = k == CXCursor_Namespace ? "(anonymous namespace)" : "(anonymous)";
+    parts[n++] = name;
+  }
+  ks_buf buf = KS_BUF_INIT;
+  for (unsigned i = n; i-- > 0;) {
+    ks_buf_adds(&buf, parts[i]);
+    if (i)
+      ks_buf_adds(&buf, "::");
+  }
+  const char *out = ks_arena_strdup(tu->arena, buf.data);
+  ks_buf_release(&buf);
+  return out;
+}
+
+typedef struct child_list {
+  CXCursor *items;
+  unsigned n, max;
+} child_list;
+
+static enum CXChildVisitResult collect_child(CXCursor c, CXCursor parent, CXClientData data) {
+  child_list *list = data;
+  if (list->n < list->max)
+    list->items[list->n] = c;
+  list->n++;
+  return CXChildVisit_Continue;
+}
+
+unsigned ks_tu_children(CXCursor c, CXCursor *out, unsigned max) {
+  child_list list = {out, 0, max};
+  clang_visitChildren(c, collect_child, &list);
+  return list.n < max ? list.n : max;
+}
+
+CXCursor ks_tu_strip(CXCursor c) {
+  for (int depth = 0; depth < 16; depth++) {
+    enum CXCursorKind k = clang_getCursorKind(c);
+    if (k == CXCursor_DeclRefExpr || k == CXCursor_OverloadedDeclRef || k == CXCursor_MemberRefExpr)
+      return c;
+    if (k != CXCursor_UnexposedExpr && k != CXCursor_ParenExpr && k != CXCursor_CStyleCastExpr &&
+        k != CXCursor_CXXFunctionalCastExpr && k != CXCursor_CXXStaticCastExpr &&
+        k != CXCursor_CXXReinterpretCastExpr && k != CXCursor_UnaryOperator &&
+        k != CXCursor_CXXConstCastExpr)
+      return c;
+    CXCursor kids[2];
+    unsigned n = ks_tu_children(c, kids, 2);
+    if (n == 0)
+      return c;
+    /* A cast's children may start with the type it casts to. */
+    c = clang_getCursorKind(kids[0]) == CXCursor_TypeRef && n > 1 ? kids[1] : kids[0];
+  }
+  return c;
+}
+
+typedef struct param_names {
+  ks_tu *tu;
+  const char *names[64];
+  unsigned n;
+} param_names;
+
+static enum CXChildVisitResult collect_tparam(CXCursor c, CXCursor parent, CXClientData data) {
+  param_names *p = data;
+  enum CXCursorKind k = clang_getCursorKind(c);
+  if ((k == CXCursor_TemplateTypeParameter || k == CXCursor_NonTypeTemplateParameter ||
+       k == CXCursor_TemplateTemplateParameter) &&
+      p->n < 64)
+    p->names[p->n++] = ks_tu_spelling(p->tu, c);
+  return CXChildVisit_Continue;
+}
+
+void ks_tu_template_args(ks_tu *tu, CXCursor spec, ks_template_args *out) {
+  int n = clang_Cursor_getNumTemplateArguments(spec);
+  if (n <= 0)
+    return;
+  param_names names = {tu, {0}, 0};
+  CXCursor primary = clang_getSpecializedCursorTemplate(spec);
+  if (!clang_Cursor_isNull(primary))
+    clang_visitChildren(primary, collect_tparam, &names);
+  for (int i = 0; i < n; i++) {
+    ks_template_arg *arg = ks_array_push(tu->arena, out);
+    arg->param = (unsigned)i < names.n ? names.names[i] : NULL;
+    switch (clang_Cursor_getTemplateArgumentKind(spec, (unsigned)i)) {
+    case CXTemplateArgumentKind_Type:
+      arg->value = ks_tu_type(tu, clang_Cursor_getTemplateArgumentType(spec, (unsigned)i));
+      break;
+    case CXTemplateArgumentKind_Integral:
+      arg->value = ks_arena_printf(tu->arena, "%lld",
+                                   clang_Cursor_getTemplateArgumentValue(spec, (unsigned)i));
+      break;
+    default:
+      arg->value = "?";
+      break;
+    }
+  }
+}

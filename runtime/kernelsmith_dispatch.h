@@ -1,0 +1,1 @@
+/* kernelsmith_dispatch.h */

@@ -1,0 +1,119 @@
+/* The shared context: failures as values, diagnostics, fault injection. */
+#include "ks_ctx.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void ks_ctx_init(ks_ctx *ctx, const char *prog) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->prog = prog ? prog : "kernelsmith-cc";
+  ctx->verbosity = KS_LOG_WARN;
+  ctx->diag = stderr;
+  ctx->color = ks_color_wanted(stderr);
+  pthread_mutex_init(&ctx->lock, NULL);
+  const char *faults = getenv("KERNELSMITH_FAULTS");
+  if (faults && ks_ctx_set_faults(ctx, faults))
+    ks_warn(ctx, "ignoring KERNELSMITH_FAULTS: %s", ctx->error);
+}
+
+void ks_ctx_release(ks_ctx *ctx) { pthread_mutex_destroy(&ctx->lock); }
+
+int ks_fail(ks_ctx *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+void ks_fail_prefix(ks_ctx *ctx, const char *prefix) {
+  size_t p = strlen(prefix) + 2, cap = sizeof ctx->error;
+  if (p >= cap)
+    return;
+  size_t keep = strnlen(ctx->error, cap - 1);
+  if (keep > cap - 1 - p)
+    keep = cap - 1 - p;
+  memmove(ctx->error + p, ctx->error, keep);
+  memcpy(ctx->error, prefix, p - 2);
+  memcpy(ctx->error + p - 2, ": ", 2);
+  ctx->error[p + keep] = '\0';
+}
+
+bool ks_color_wanted(FILE *stream) {
+  const char *no_color = getenv("NO_COLOR");
+  if (no_color && *no_color)
+    return false;
+  const char *term = getenv("TERM");
+  if (term && !strcmp(term, "dumb"))
+    return false;
+  return isatty(fileno(stream));
+}
+
+void ks_log(ks_ctx *ctx, ks_log_level level, const char *fmt, ...) {
+  if (level > ctx->verbosity)
+    return;
+  static const char *const names[] = {"error", "warning", "note", "debug"};
+  static const char *const colors[] = {"\033[1;31m", "\033[1;35m", "\033[1;36m", "\033[2m"};
+  char msg[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&ctx->lock);
+  if (ctx->color)
+    fprintf(ctx->diag, "%s: %s%s:\033[0m %s\n", ctx->prog, colors[level], names[level], msg);
+  else
+    fprintf(ctx->diag, "%s: %s: %s\n", ctx->prog, names[level], msg);
+  fflush(ctx->diag);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+int ks_ctx_set_faults(ks_ctx *ctx, const char *spec) {
+  ctx->nfaults = 0;
+  const char *p = spec;
+  while (*p) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char *colon = memchr(p, ':', len);
+    size_t name_len = colon ? (size_t)(colon - p) : len;
+    if (!name_len || name_len >= sizeof ctx->faults[0].name)
+      return ks_fail(ctx, "bad fault site in '%s'", spec);
+    if (ctx->nfaults == KS_MAX_FAULTS)
+      return ks_fail(ctx, "more than %d fault sites in '%s'", KS_MAX_FAULTS, spec);
+    ks_fault_site *site = &ctx->faults[ctx->nfaults];
+    memcpy(site->name, p, name_len);
+    site->name[name_len] = '\0';
+    site->nth = 1;
+    site->calls = 0;
+    if (colon) {
+      char *num_end;
+      unsigned long nth = strtoul(colon + 1, &num_end, 10);
+      if (num_end != p + len || num_end == colon + 1)
+        return ks_fail(ctx, "bad fault count for '%s' in '%s'", site->name, spec);
+      site->nth = (unsigned)nth;
+    }
+    ctx->nfaults++;
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  return 0;
+}
+
+bool ks_fault(ks_ctx *ctx, const char *site) {
+  if (!ctx->nfaults)
+    return false;
+  bool hit = false;
+  pthread_mutex_lock(&ctx->lock);
+  for (unsigned i = 0; i < ctx->nfaults; i++) {
+    ks_fault_site *f = &ctx->faults[i];
+    if (strcmp(f->name, site))
+      continue;
+    f->calls++;
+    hit = f->nth == 0 || f->calls == f->nth;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  return hit;
+}
