@@ -18,6 +18,24 @@
 static const char texture_stub[] =
     "/* kernelsmith-cc: stand-in for a header CUDA 12 removed. */\n";
 
+/* Declarations clang 16 lacks for parsing CUDA 12+ code: the cache-hinted
+ * loads and stores of sm_32_intrinsics.h, which clang's wrapper leaves out
+ * because it defines __ldg itself. Templates, so that the exact overloads of
+ * cuda_fp16.h and cuda_bf16.h still win; never compiled, only parsed. */
+static const char prelude[] =
+    "/* kernelsmith-cc: declarations for parsing CUDA code with clang. */\n"
+    "#pragma once\n"
+    "#include <cuda_runtime.h>\n"
+    "#include <cmath>\n"
+    "#include <ctime>\n"
+    "using std::isfinite; using std::isinf; using std::isnan;\n"
+    "#define KS_LOAD(name) template <class T> __device__ T name(const T *);\n"
+    "#define KS_STORE(name) template <class T> __device__ void name(T *, T);\n"
+    "KS_LOAD(__ldcg) KS_LOAD(__ldca) KS_LOAD(__ldcs) KS_LOAD(__ldlu) KS_LOAD(__ldcv)\n"
+    "KS_STORE(__stwb) KS_STORE(__stcg) KS_STORE(__stcs) KS_STORE(__stwt)\n"
+    "#undef KS_LOAD\n"
+    "#undef KS_STORE\n";
+
 static int write_file(ks_ctx *ctx, const char *dir, const char *name, const char *text) {
   char *path = ks_path_join(dir, name);
   FILE *f = fopen(path, "w");
@@ -44,7 +62,15 @@ int ks_clang_env_init(ks_ctx *ctx, const char *workdir, ks_clang_env *out) {
   snprintf(out->stub_dir, sizeof out->stub_dir, "%s/stubs", workdir);
   if (mkdir(out->stub_dir, 0700) && !ks_is_dir(out->stub_dir))
     return ks_fail(ctx, "%s: cannot create directory", out->stub_dir);
-  return write_file(ctx, out->stub_dir, "texture_fetch_functions.h", texture_stub);
+  char *cccl = ks_path_join(out->toolkit.include, "cccl");
+  if (ks_is_dir(cccl) && strlen(cccl) < sizeof out->cccl_dir)
+    memcpy(out->cccl_dir, cccl, strlen(cccl) + 1);
+  free(cccl);
+  snprintf(out->prelude, sizeof out->prelude, "%s/kernelsmith_clang_prelude.h", out->stub_dir);
+  if (write_file(ctx, out->stub_dir, "texture_fetch_functions.h", texture_stub) ||
+      write_file(ctx, out->stub_dir, "kernelsmith_clang_prelude.h", prelude))
+    return -1;
+  return 0;
 }
 
 static void push(ks_arena *arena, ks_strings *out, const char *s) {
@@ -77,6 +103,17 @@ void ks_clang_args(ks_arena *arena, const ks_clang_env *env, const ks_strings *f
   }
   push(arena, out, "-isystem");
   push(arena, out, env->stub_dir);
+  /* CUDA 13 keeps libcu++, CUB and Thrust here; nvcc adds it by itself. */
+  if (*env->cccl_dir) {
+    push(arena, out, "-isystem");
+    push(arena, out, env->cccl_dir);
+  }
+  /* CCCL's traits use C variadics in device code, which clang 16 rejects
+   * unless told that they are only for overload resolution. */
+  push(arena, out, "-Xclang");
+  push(arena, out, "-fcuda-allow-variadic-functions");
+  push(arena, out, "-include");
+  push(arena, out, env->prelude);
   bool std_given = has_std(file_flags);
   for (size_t i = 0; i < nextra; i++)
     if (!strncmp(extra[i], "-std=", 5))

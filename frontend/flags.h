@@ -20,6 +20,8 @@ typedef struct ks_clang_env {
   ks_toolkit toolkit;
   char resource_dir[4096]; /* clang's resource headers; "" lets libclang look */
   char stub_dir[4096];     /* stand-ins for headers newer CUDA removed */
+  char cccl_dir[4096];     /* toolkit's include/cccl, or "" */
+  char prelude[4200];      /* declarations clang lacks, force-included */
 } ks_clang_env;
 
 /* Finds the toolkit and clang's resources and writes the stub headers into

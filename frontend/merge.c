@@ -1,11 +1,10 @@
 /* Merging per-unit results; see merge.h. */
 #include "merge.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ks_buf.h"
+#include "ks_ctext.h"
 
 static int cmp_loc(const ks_loc *a, const ks_loc *b) {
   int c = strcmp(a->file ? a->file : "", b->file ? b->file : "");
@@ -43,29 +42,13 @@ static void add_distinct(ks_arena *arena, ks_template_arg_lists *lists, const ks
 /* Replaces each identifier of `text` that names a parameter bound in `call`
  * with its value: "BLOCK / 2" under BLOCK=256 becomes "256 / 2". */
 static const char *substitute(ks_arena *arena, const char *text, const ks_template_args *call) {
-  ks_buf b = KS_BUF_INIT;
-  for (const char *p = text; *p;) {
-    if (isalpha((unsigned char)*p) || *p == '_') {
-      const char *s = p;
-      while (isalnum((unsigned char)*p) || *p == '_')
-        p++;
-      size_t n = (size_t)(p - s);
-      const char *value = NULL;
-      for (size_t i = 0; i < call->len && !value; i++)
-        if (call->items[i].param && strlen(call->items[i].param) == n &&
-            !strncmp(call->items[i].param, s, n))
-          value = call->items[i].value;
-      if (value)
-        ks_buf_adds(&b, value);
-      else
-        ks_buf_add(&b, s, n);
-    } else {
-      ks_buf_addc(&b, *p++);
-    }
+  const char **names = ks_arena_alloc(arena, (call->len + 1) * sizeof *names);
+  const char **values = ks_arena_alloc(arena, (call->len + 1) * sizeof *values);
+  for (size_t i = 0; i < call->len; i++) {
+    names[i] = call->items[i].param;
+    values[i] = call->items[i].value;
   }
-  const char *out = ks_arena_strdup(arena, b.data);
-  ks_buf_release(&b);
-  return out;
+  return ks_ctext_substitute(arena, text, names, values, call->len);
 }
 
 static const ks_kernel *kernel_by_usr(const ks_scan *scan, const char *usr) {

@@ -56,6 +56,15 @@ static void config(ks_buf *b, const ks_launch *l) {
 }
 
 static void launch_line(ks_buf *b, const ks_scan *scan, const ks_launch *l) {
+  if (l->api) {
+    ks_buf_addf(b, "%s:%u:%u  %s(%s, %s, %s", rel(scan, l->loc.file), l->loc.line, l->loc.col,
+                l->api, l->callee ? l->callee : "?", l->grid ? l->grid : "?",
+                l->block ? l->block : "?");
+    for (size_t i = 0; i < l->args.len; i++)
+      ks_buf_addf(b, ", %s", l->args.items[i]);
+    ks_buf_addf(b, ", %s, %s)", l->smem ? l->smem : "0", l->stream ? l->stream : "0");
+    return;
+  }
   ks_buf_addf(b, "%s:%u:%u  %s", rel(scan, l->loc.file), l->loc.line, l->loc.col,
               l->callee ? l->callee : "?");
   config(b, l);

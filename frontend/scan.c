@@ -140,14 +140,17 @@ static ks_tu_result *parse_one(pool *p, CXIndex index, const job *j) {
     *ks_array_push(arena, &args) = pch;
   }
 
-  unsigned options = CXTranslationUnit_KeepGoing;
+  /* The detailed preprocessing record lets a launch written inside a macro
+   * be read from the macro's definition. */
+  unsigned options = CXTranslationUnit_KeepGoing | CXTranslationUnit_DetailedPreprocessingRecord;
   CXTranslationUnit unit = NULL;
   double t0 = now_ms();
   enum CXErrorCode rc = CXError_Failure;
-  if (!ks_fault(p->ctx, "parse"))
+  bool injected = ks_fault(p->ctx, "parse");
+  if (!injected)
     rc = clang_parseTranslationUnit2(index, j->path, (const char *const *)args.items,
                                      (int)args.len, NULL, 0, options, &unit);
-  if (rc != CXError_Success && pch) {
+  if (rc != CXError_Success && pch && !injected) {
     /* A stale or incompatible precompiled header: parse from scratch. */
     ks_debug(p->ctx, "%s: parse with precompiled headers failed (error %d), parsing anew",
              j->path, (int)rc);
@@ -392,6 +395,8 @@ out:
   if (have_workdir) {
     char stub[sizeof workdir + 64];
     snprintf(stub, sizeof stub, "%s/stubs/texture_fetch_functions.h", workdir);
+    remove(stub);
+    snprintf(stub, sizeof stub, "%s/stubs/kernelsmith_clang_prelude.h", workdir);
     remove(stub);
     snprintf(stub, sizeof stub, "%s/stubs", workdir);
     rmdir(stub);

@@ -69,14 +69,18 @@ ks_loc ks_tu_expansion_loc(ks_tu *tu, CXSourceLocation loc);
 ks_loc ks_tu_spelling_loc(ks_tu *tu, CXSourceLocation loc);
 ks_range ks_tu_extent(ks_tu *tu, CXCursor c);               /* file range */
 bool ks_tu_in_system(CXCursor c);
-bool ks_tu_in_macro(CXCursor c);  /* location spelled inside a macro body or arg */
+/* Whether a declaration's name was produced by a macro expansion. */
+bool ks_tu_name_from_macro(ks_tu *tu, CXCursor decl);
 /* Text of [begin, end) in `file` as the unit saw it; NULL if out of range. */
+/* The CXFile behind a path this unit handed out (or could open). */
+CXFile ks_tu_file(ks_tu *tu, const char *path);
 const char *ks_tu_text(ks_tu *tu, const char *file, unsigned begin, unsigned end);
 const char *ks_tu_range_text(ks_tu *tu, ks_range r);
 /* An expression as the user wrote it, or clang's printing of it when it was
  * spelled in a macro body (see tu_text.c). `outer` bounds where it may lie. */
 const char *ks_tu_expr_text(ks_tu *tu, CXCursor expr, ks_range outer);
-/* The name of the macro whose expansion starts at `loc`, or NULL. */
+/* The identifier written at `loc` (a macro's name where one is expanded
+ * there), or NULL. */
 const char *ks_tu_macro_at(ks_tu *tu, ks_loc loc);
 const char *ks_tu_string(ks_tu *tu, CXString s); /* copies, then disposes */
 const char *ks_tu_spelling(ks_tu *tu, CXCursor c);

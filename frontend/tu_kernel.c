@@ -210,12 +210,20 @@ static void add_callee_decl(body_walk *w, CXCursor decl) {
   CXCursor pattern = clang_getSpecializedCursorTemplate(decl);
   if (!clang_Cursor_isNull(pattern))
     decl = pattern;
+  CXCursor def = clang_getCursorDefinition(decl);
+  if (clang_Cursor_isNull(def)) {
+    /* Compiler builtins (__syncthreads) are declared implicitly, at their
+     * first use: no definition, and a reserved name. */
+    const char *name = ks_tu_spelling(w->tu, decl);
+    if (!strncmp(name, "__", 2)) {
+      add_builtin(w, name);
+      return;
+    }
+    def = decl;
+  }
   const char *usr = ks_tu_usr(w->tu, decl);
   if (!*usr || seen_usr(w, usr) || w->tail == sizeof w->queue / sizeof *w->queue)
     return;
-  CXCursor def = clang_getCursorDefinition(decl);
-  if (clang_Cursor_isNull(def))
-    def = decl;
   w->queue[w->tail].def = def;
   w->queue[w->tail].usr = usr;
   w->queue[w->tail].depth = w->depth + 1;
@@ -329,8 +337,8 @@ void ks_tu_kernel(ks_tu *tu, CXCursor def, ks_kernel *k) {
   k->usr = ks_tu_usr(tu, def);
   k->loc = ks_tu_expansion_loc(tu, clang_getCursorLocation(def));
   k->extent = ks_tu_extent(tu, def);
-  if (ks_tu_in_macro(def))
-    k->macro = ks_tu_macro_at(tu, k->extent.begin);
+  if (ks_tu_name_from_macro(tu, def))
+    k->macro = ks_tu_macro_at(tu, k->loc);
   k->is_template = clang_getCursorKind(def) == CXCursor_FunctionTemplate;
   k->is_static = clang_Cursor_getStorageClass(def) == CX_SC_Static;
   if (!k->is_template) {

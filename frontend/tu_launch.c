@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "ks_ctext.h"
 #include "tu.h"
 
 enum { MAX_CHILDREN = 96 };
@@ -29,134 +30,41 @@ bool ks_tu_is_chevron_launch(CXCursor call) {
   return false;
 }
 
-/* ---- splitting text at top-level commas ------------------------------- */
-
-/* Skips a comment or a string/char literal starting at p; returns p when
- * there is none. */
-static const char *skip_lexical(const char *p) {
-  if (p[0] == '/' && p[1] == '/') {
-    while (*p && *p != '\n')
-      p++;
-    return p;
-  }
-  if (p[0] == '/' && p[1] == '*') {
-    const char *end = strstr(p + 2, "*/");
-    return end ? end + 2 : p + strlen(p);
-  }
-  if (*p == '"' || *p == '\'') {
-    char q = *p++;
-    while (*p && *p != q)
-      p += (*p == '\\' && p[1]) ? 2 : 1;
-    return *p ? p + 1 : p;
-  }
-  return p;
-}
-
-static const char *trimmed(ks_tu *tu, const char *begin, const char *end) {
-  while (begin < end && isspace((unsigned char)*begin))
-    begin++;
-  while (end > begin && isspace((unsigned char)end[-1]))
-    end--;
-  return ks_arena_strndup(tu->arena, begin, (size_t)(end - begin));
-}
-
-/* Splits [p, end) at commas outside brackets into `out`. */
-static void split_top(ks_tu *tu, const char *p, const char *end, ks_strings *out) {
-  int depth = 0;
-  const char *start = p;
-  bool any = false;
-  while (p < end) {
-    const char *q = skip_lexical(p);
-    if (q != p) {
-      p = q;
-      any = true;
-      continue;
-    }
-    if (*p == '(' || *p == '[' || *p == '{')
-      depth++;
-    else if (*p == ')' || *p == ']' || *p == '}')
-      depth--;
-    else if (*p == ',' && depth == 0) {
-      *ks_array_push(tu->arena, out) = trimmed(tu, start, p);
-      start = p + 1;
-    } else if (!isspace((unsigned char)*p))
-      any = true;
-    p++;
-  }
-  if (any || out->len)
-    *ks_array_push(tu->arena, out) = trimmed(tu, start, end);
-}
-
-/* Finds `what` in [p, end) outside comments and literals. */
-static const char *find_top(const char *p, const char *end, const char *what) {
-  size_t n = strlen(what);
-  while (p < end) {
-    const char *q = skip_lexical(p);
-    if (q != p) {
-      p = q;
-      continue;
-    }
-    if ((size_t)(end - p) >= n && !strncmp(p, what, n))
-      return p;
-    p++;
-  }
-  return NULL;
-}
-
-/* Matching close bracket of the one at `open`. */
-static const char *matching(const char *open, const char *end) {
-  char o = *open, c = o == '(' ? ')' : o == '<' ? '>' : o == '[' ? ']' : '}';
-  int depth = 0;
-  for (const char *p = open; p < end;) {
-    const char *q = skip_lexical(p);
-    if (q != p) {
-      p = q;
-      continue;
-    }
-    if (*p == o)
-      depth++;
-    else if (*p == c && --depth == 0)
-      return p;
-    p++;
-  }
-  return NULL;
-}
-
 /* The template arguments written after the callee's name: "k<T, 4>". */
 static void written_template_args(ks_tu *tu, const char *callee, ks_strings *out) {
   const char *open = strchr(callee, '<');
   if (!open)
     return;
   const char *end = callee + strlen(callee);
-  const char *close = matching(open, end);
+  const char *close = ks_ctext_matching(open, end);
   if (close)
-    split_top(tu, open + 1, close, out);
+    ks_ctext_split(tu->arena, open + 1, close, out);
 }
 
 /* <<< >>> spelled in the file: read callee, configuration and arguments
  * straight from the text. */
 static bool split_chevron_text(ks_tu *tu, const char *text, ks_launch *out) {
   const char *end = text + strlen(text);
-  const char *open = find_top(text, end, "<<<");
-  const char *close = open ? find_top(open + 3, end, ">>>") : NULL;
+  const char *open = ks_ctext_find(text, end, "<<<");
+  const char *close = open ? ks_ctext_find(open + 3, end, ">>>") : NULL;
   if (!open || !close)
     return false;
   const char *paren = close + 3;
   while (paren < end && isspace((unsigned char)*paren))
     paren++;
-  const char *paren_end = paren < end && *paren == '(' ? matching(paren, end) : NULL;
+  const char *paren_end = paren < end && *paren == '(' ? ks_ctext_matching(paren, end) : NULL;
   if (!paren_end)
     return false;
-  out->callee = trimmed(tu, text, open);
+  out->callee = ks_ctext_trim(tu->arena, text, open);
   ks_strings config = {0};
-  split_top(tu, open + 3, close, &config);
+  ks_ctext_split(tu->arena, open + 3, close, &config);
   if (config.len < 2)
     return false;
   out->grid = config.items[0];
   out->block = config.items[1];
   out->smem = config.len > 2 ? config.items[2] : NULL;
   out->stream = config.len > 3 ? config.items[3] : NULL;
-  split_top(tu, paren + 1, paren_end, &out->args);
+  ks_ctext_split(tu->arena, paren + 1, paren_end, &out->args);
   return true;
 }
 
@@ -271,6 +179,15 @@ static void resolve_pointer(ks_tu *tu, CXCursor var, const ks_launch_scope *scop
 static void resolve(ks_tu *tu, CXCursor callee, const ks_launch_scope *scope, ks_launch *out) {
   CXCursor ref = ks_tu_strip(callee);
   enum CXCursorKind kind = clang_getCursorKind(ref);
+  if (kind == CXCursor_DeclRefExpr) {
+    /* A name that depends on template parameters refers to the set of
+     * templates it may mean. */
+    CXCursor target = clang_getCursorReferenced(ref);
+    if (clang_getCursorKind(target) == CXCursor_OverloadedDeclRef) {
+      ref = target;
+      kind = CXCursor_OverloadedDeclRef;
+    }
+  }
   if (kind == CXCursor_DeclRefExpr || kind == CXCursor_MemberRefExpr) {
     CXCursor decl = clang_getCursorReferenced(ref), primary;
     if (!clang_Cursor_isNull(decl) && kernel_decl(decl, &primary)) {
@@ -337,12 +254,111 @@ static void set_scope(ks_tu *tu, const ks_launch_scope *scope, ks_launch *out) {
                      clang_getCursorKind(parent) == CXCursor_ClassTemplatePartialSpecialization;
 }
 
+/* The macro expansion that begins at `offset` of `file`, or a null cursor. */
+static CXCursor expansion_at(ks_tu *tu, CXFile file, unsigned offset) {
+  CXCursor use = clang_getCursor(tu->unit, clang_getLocationForOffset(tu->unit, file, offset));
+  return clang_getCursorKind(use) == CXCursor_MacroExpansion ? use : clang_getNullCursor();
+}
+
+/* A macro invocation's text after one level of expansion: the definition's
+ * body with the invocation's arguments put in for its parameters, as the
+ * preprocessor does (# and ## are left as written). */
+static const char *expand_one(ks_tu *tu, CXCursor use, ks_range *used) {
+  CXCursor def = clang_getCursorReferenced(use);
+  if (clang_getCursorKind(def) != CXCursor_MacroDefinition)
+    return NULL;
+  *used = ks_tu_extent(tu, use);
+  const char *def_text = ks_tu_range_text(tu, ks_tu_extent(tu, def));
+  const char *use_text = ks_tu_range_text(tu, *used);
+  if (!def_text || !use_text)
+    return NULL;
+  const char *name_end = def_text;
+  while (ks_ctext_is_ident_char(*name_end))
+    name_end++;
+  const char *def_end = def_text + strlen(def_text);
+  const char *body = name_end;
+  ks_strings params = {0}, args = {0};
+  if (clang_Cursor_isMacroFunctionLike(def)) {
+    const char *params_end = ks_ctext_matching(name_end, def_end);
+    const char *args_open = strchr(use_text, '(');
+    const char *args_close =
+        args_open ? ks_ctext_matching(args_open, use_text + strlen(use_text)) : NULL;
+    if (!params_end || !args_close)
+      return NULL;
+    ks_ctext_split(tu->arena, name_end + 1, params_end, &params);
+    ks_ctext_split(tu->arena, args_open + 1, args_close, &args);
+    body = params_end + 1;
+    /* A variadic macro's last parameter takes the remaining arguments. */
+    if (params.len && !strcmp(params.items[params.len - 1], "...")) {
+      params.items[params.len - 1] = "__VA_ARGS__";
+      if (args.len >= params.len) {
+        const char *rest = args.items[params.len - 1];
+        for (size_t i = params.len; i < args.len; i++)
+          rest = ks_arena_printf(tu->arena, "%s, %s", rest, args.items[i]);
+        args.items[params.len - 1] = rest;
+        args.len = params.len;
+      }
+    }
+    if (args.len < params.len)
+      return NULL;
+  }
+  /* Line continuations become plain spaces. */
+  char *text = (char *)ks_ctext_trim(tu->arena, body, def_end);
+  for (char *p = text; *p; p++)
+    if (*p == '\\' && (p[1] == '\n' || (p[1] == '\r' && p[2] == '\n')))
+      *p = ' ';
+  return ks_ctext_substitute(tu->arena, text, params.items, args.items, params.len);
+}
+
+/* A launch whose <<< >>> come from a macro: the launch's text with the first
+ * macro invocation inside it replaced by that macro's expansion. Sets
+ * out->macro to the macro's name. */
+static const char *expand_launch(ks_tu *tu, ks_launch *out) {
+  const char *text = ks_tu_range_text(tu, out->extent);
+  CXFile file = ks_tu_file(tu, out->extent.begin.file);
+  if (!text || !file)
+    return NULL;
+  for (const char *p = text; *p;) {
+    const char *q = ks_ctext_skip_lexical(p);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    bool starts_ident = ks_ctext_is_ident_char(*p) && (p == text || !ks_ctext_is_ident_char(p[-1]));
+    if (!starts_ident) {
+      p++;
+      continue;
+    }
+    unsigned offset = out->extent.begin.offset + (unsigned)(p - text);
+    CXCursor use = expansion_at(tu, file, offset);
+    if (!clang_Cursor_isNull(use)) {
+      ks_range used;
+      const char *expanded = expand_one(tu, use, &used);
+      if (!expanded || used.begin.offset != offset)
+        return NULL;
+      unsigned end = used.end.offset - out->extent.begin.offset;
+      if (end > strlen(text))
+        end = (unsigned)strlen(text);
+      out->macro = ks_tu_macro_at(tu, used.begin);
+      return ks_arena_printf(tu->arena, "%.*s%s%s", (int)(p - text), text, expanded, text + end);
+    }
+    while (ks_ctext_is_ident_char(*p))
+      p++;
+  }
+  return NULL;
+}
+
 static void chevron(ks_tu *tu, CXCursor call, ks_launch *out) {
   CXCursor kids[MAX_CHILDREN];
   unsigned n = ks_tu_children(call, kids, MAX_CHILDREN);
   const char *text = ks_tu_range_text(tu, out->extent);
   if (text && split_chevron_text(tu, text, out))
     return;
+  const char *expanded = expand_launch(tu, out);
+  if (expanded && split_chevron_text(tu, expanded, out)) {
+    out->macro_expansion = expanded;
+    return;
+  }
   /* The chevrons come from a macro: read each piece from its cursor. */
   out->callee = n ? ks_tu_expr_text(tu, kids[0], out->extent) : NULL;
   for (unsigned i = 1; i < n; i++) {
@@ -407,9 +423,11 @@ bool ks_tu_launch(ks_tu *tu, CXCursor call, const char *api, const ks_launch_sco
   out->api = api;
   out->extent = ks_tu_extent(tu, call);
   out->loc = out->extent.begin;
-  if (ks_tu_in_macro(call))
-    out->macro = ks_tu_macro_at(tu, out->loc);
   set_scope(tu, scope, out);
+  /* A runtime-API launch inside a macro shows the macro's name first. */
+  const char *head = ks_tu_macro_at(tu, out->loc);
+  if (api && head && strcmp(head, api) != 0)
+    out->macro = head;
 
   CXCursor callee;
   if (api) {

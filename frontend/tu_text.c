@@ -63,7 +63,6 @@ ks_loc ks_tu_spelling_loc(ks_tu *tu, CXSourceLocation loc) {
 }
 
 static bool same_file(ks_loc a, ks_loc b) { return a.file && b.file && !strcmp(a.file, b.file); }
-static bool same_loc(ks_loc a, ks_loc b) { return same_file(a, b) && a.offset == b.offset; }
 
 ks_range ks_tu_extent(ks_tu *tu, CXCursor c) {
   CXSourceRange r = clang_getCursorExtent(c);
@@ -78,17 +77,16 @@ bool ks_tu_in_system(CXCursor c) {
   return clang_Location_isInSystemHeader(clang_getCursorLocation(c)) != 0;
 }
 
-bool ks_tu_in_macro(CXCursor c) {
-  CXSourceLocation loc = clang_getCursorLocation(c);
-  CXFile f1 = NULL, f2 = NULL;
-  unsigned o1 = 0, o2 = 0;
-  clang_getSpellingLocation(loc, &f1, NULL, NULL, &o1);
-  clang_getExpansionLocation(loc, &f2, NULL, NULL, &o2);
-  return o1 != o2 || !clang_File_isEqual(f1, f2);
+bool ks_tu_name_from_macro(ks_tu *tu, CXCursor decl) {
+  /* libclang maps a name that came out of a macro to the macro's
+   * invocation; what is written there is then not the name. */
+  ks_loc at = ks_tu_expansion_loc(tu, clang_getCursorLocation(decl));
+  const char *written = ks_tu_macro_at(tu, at);
+  return !written || strcmp(written, ks_tu_spelling(tu, decl)) != 0;
 }
 
 /* The CXFile a path came from; the cache holds every path we handed out. */
-static CXFile file_of(ks_tu *tu, const char *path) {
+CXFile ks_tu_file(ks_tu *tu, const char *path) {
   for (unsigned i = 0; i < tu->nfiles; i++)
     if (tu->files[i].path == path || !strcmp(tu->files[i].path, path))
       return tu->files[i].file;
@@ -98,7 +96,7 @@ static CXFile file_of(ks_tu *tu, const char *path) {
 const char *ks_tu_text(ks_tu *tu, const char *file, unsigned begin, unsigned end) {
   if (!file || end < begin)
     return NULL;
-  CXFile f = file_of(tu, file);
+  CXFile f = ks_tu_file(tu, file);
   size_t size = 0;
   const char *data = f ? clang_getFileContents(tu->unit, f, &size) : NULL;
   if (!data || end > size)
@@ -112,44 +110,69 @@ const char *ks_tu_range_text(ks_tu *tu, ks_range r) {
   return ks_tu_text(tu, r.begin.file, r.begin.offset, r.end.offset);
 }
 
-static bool within(ks_loc a, ks_loc b, ks_range outer) {
-  return same_file(a, outer.begin) && same_file(b, outer.begin) && a.offset >= outer.begin.offset &&
-         b.offset <= outer.end.offset && a.offset <= b.offset;
+static const char *printed(ks_tu *tu, CXCursor expr) {
+  /* Implicit conversions (an int turned into a dim3) print as nothing:
+   * print what they convert instead. */
+  for (int depth = 0; depth < 8; depth++) {
+    CXPrintingPolicy policy = clang_getCursorPrintingPolicy(expr);
+    const char *text = ks_tu_string(tu, clang_getCursorPrettyPrinted(expr, policy));
+    clang_PrintingPolicy_dispose(policy);
+    CXCursor kids[1];
+    if (*text || !ks_tu_children(expr, kids, 1))
+      return text;
+    expr = kids[0];
+  }
+  return "";
 }
 
-static const char *printed(ks_tu *tu, CXCursor expr) {
-  CXPrintingPolicy policy = clang_getCursorPrintingPolicy(expr);
-  const char *text = ks_tu_string(tu, clang_getCursorPrettyPrinted(expr, policy));
-  clang_PrintingPolicy_dispose(policy);
-  return text;
+/* The end of the macro argument that starts at `begin`: the next comma or
+ * closing bracket at depth zero, before `limit`. */
+static unsigned argument_end(const char *data, unsigned begin, unsigned limit) {
+  int depth = 0;
+  for (unsigned i = begin; i < limit; i++) {
+    char c = data[i];
+    if (c == '(' || c == '[' || c == '{')
+      depth++;
+    else if ((c == ')' || c == ']' || c == '}') && depth-- == 0)
+      return i;
+    else if (c == ',' && depth == 0)
+      return i;
+  }
+  return limit;
 }
 
 const char *ks_tu_expr_text(ks_tu *tu, CXCursor expr, ks_range outer) {
   CXSourceRange r = clang_getCursorExtent(expr);
   if (clang_Range_isNull(r))
     return NULL;
-  CXSourceLocation b = clang_getRangeStart(r), e = clang_getRangeEnd(r);
-  ks_loc sb = ks_tu_spelling_loc(tu, b), se = ks_tu_spelling_loc(tu, e);
-  ks_loc eb = ks_tu_expansion_loc(tu, b), fe = ks_tu_loc(tu, e);
-  if (!sb.file && !eb.file)
+  /* libclang 16 maps both ends to file locations: a token from a macro body
+   * lands on the macro's invocation, a macro argument on where it is
+   * written. */
+  ks_loc b = ks_tu_loc(tu, clang_getRangeStart(r)), e = ks_tu_loc(tu, clang_getRangeEnd(r));
+  if (!b.file)
     return NULL; /* implicit: a defaulted argument has no source */
-  /* Written plainly in the file. */
-  if (same_loc(sb, eb) && same_loc(se, fe))
-    return ks_tu_text(tu, eb.file, eb.offset, fe.offset);
-  /* Passed as a macro argument: its spelling lies inside the invocation. */
-  if (within(sb, se, outer))
-    return ks_tu_text(tu, sb.file, sb.offset, se.offset);
-  /* It is (or starts with) a macro invocation of its own, inside `outer`. */
-  if (within(eb, fe, outer) && !(eb.offset == outer.begin.offset && fe.offset == outer.end.offset))
-    return ks_tu_text(tu, eb.file, eb.offset, fe.offset);
-  /* Spelled inside a macro body that also holds the rest of the launch. */
-  return printed(tu, expr);
+  if (same_file(b, outer.begin) && same_file(e, outer.begin) && b.offset == outer.begin.offset &&
+      e.offset == outer.end.offset)
+    return printed(tu, expr); /* spelled inside a macro body */
+  if (!same_file(b, e) || e.offset <= b.offset) {
+    /* Starts in a macro argument and ends inside a macro that argument
+     * invokes: the text runs to the end of that argument. */
+    CXFile f = ks_tu_file(tu, b.file);
+    size_t size = 0;
+    const char *data = f ? clang_getFileContents(tu->unit, f, &size) : NULL;
+    unsigned limit = same_file(b, outer.end) ? outer.end.offset : (unsigned)size;
+    if (!data || limit > size || b.offset >= limit)
+      return printed(tu, expr);
+    e.offset = argument_end(data, b.offset, limit);
+  }
+  const char *text = ks_tu_text(tu, b.file, b.offset, e.offset);
+  return text && *text ? text : printed(tu, expr);
 }
 
 const char *ks_tu_macro_at(ks_tu *tu, ks_loc loc) {
   if (!loc.file)
     return NULL;
-  CXFile f = file_of(tu, loc.file);
+  CXFile f = ks_tu_file(tu, loc.file);
   size_t size = 0;
   const char *data = f ? clang_getFileContents(tu->unit, f, &size) : NULL;
   if (!data || loc.offset >= size)
@@ -170,8 +193,8 @@ const char *ks_tu_qualified_name(ks_tu *tu, CXCursor c) {
     enum CXCursorKind k = clang_getCursorKind(p);
     if (k == CXCursor_TranslationUnit || clang_isInvalid(k))
       break;
-    if (k == CXCursor_LinkageSpec)
-      continue;
+    if (k == CXCursor_LinkageSpec || k == CXCursor_UnexposedDecl)
+      continue; /* extern "C" blocks are not scopes */
     const char *name = ks_tu_spelling(tu, p);
     if (!*name)
       name = k == CXCursor_Namespace ? "(anonymous namespace)" : "(anonymous)";

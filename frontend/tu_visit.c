@@ -69,6 +69,12 @@ static enum CXChildVisitResult visit_body(CXCursor c, CXCursor parent, CXClientD
 static void visit_function(ks_tu *tu, CXCursor fn) {
   if (!clang_isCursorDefinition(fn))
     return;
+  /* An implicit instantiation sits where its template is; the template
+   * itself is what the user wrote (explicit specializations sit apart). */
+  CXCursor pattern = clang_getSpecializedCursorTemplate(fn);
+  if (!clang_Cursor_isNull(pattern) && clang_getCursorKind(fn) != CXCursor_FunctionTemplate &&
+      clang_equalLocations(clang_getCursorLocation(fn), clang_getCursorLocation(pattern)))
+    return;
   if (ks_tu_is_kernel(fn)) {
     ks_tu_kernel(tu, fn, ks_array_push(tu->arena, &tu->out->kernels));
     return;

@@ -46,6 +46,9 @@ void ks_arena_release(ks_arena *arena);
     size_t len, cap;                                                           \
   }
 
+/* The one array-of-strings type every module shares. */
+typedef KS_ARRAY(const char *) ks_strings;
+
 void *ks_array_grow_(ks_arena *arena, void *items, size_t *cap, size_t len,
                      size_t elem_size);
 

@@ -146,7 +146,8 @@ static int walk_dir(walk_state *w, const char *dir, const struct stat *st) {
     names[n++] = ks_xstrdup(e->d_name);
   }
   closedir(d);
-  qsort(names, n, sizeof *names, cmp_names);
+  if (n > 1)
+    qsort(names, n, sizeof *names, cmp_names);
 
   int rc = 0;
   for (size_t i = 0; i < n; i++) {

@@ -27,7 +27,6 @@ typedef struct ks_range {
   ks_loc end; /* one past the last byte */
 } ks_range;
 
-typedef KS_ARRAY(const char *) ks_strings;
 typedef KS_ARRAY(size_t) ks_indices;
 
 typedef enum ks_param_kind {
@@ -149,6 +148,9 @@ typedef struct ks_launch {
   ks_loc loc;                /* start of the launch expression */
   ks_range extent;           /* the whole launch expression */
   const char *macro;         /* when the launch is inside a macro expansion */
+  const char *macro_expansion; /* the macro's body with the invocation's
+                                  arguments substituted, when the launch was
+                                  read from there */
   const char *callee;        /* the callee as written: "ns::k<float, 256>" */
   ks_resolution resolution;
   const char *note;          /* why it is not (fully) resolved, or NULL */

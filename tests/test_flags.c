@@ -1,0 +1,76 @@
+/* Unit tests of the compile-flag translation: nvcc, clang and gcc command
+ * lines reduced to what changes how a file parses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "flags.h"
+
+static char *joined(ks_arena *a, const ks_strings *s) {
+  size_t n = 1;
+  for (size_t i = 0; i < s->len; i++)
+    n += strlen(s->items[i]) + 1;
+  char *out = ks_arena_alloc(a, n);
+  for (size_t i = 0; i < s->len; i++) {
+    if (i)
+      strcat(out, " ");
+    strcat(out, s->items[i]);
+  }
+  return out;
+}
+
+static void nvcc_command(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  const char *argv[] = {"/usr/local/cuda/bin/nvcc", "-forward-unknown-to-host-compiler",
+                        "-DUSE_MPI", "-D", "TILE=32", "--define-macro=FAST",
+                        "-Iinclude", "-I", "/abs/inc", "--include-path", "third",
+                        "-isystem", "sys", "--generate-code=arch=compute_90,code=[sm_90]",
+                        "-O3", "-Xcompiler", "-fPIC", "-std=c++17", "-x", "cu",
+                        "-c", "src/k.cu", "-o", "k.o", "-UNDEBUG", "-include", "pre.h"};
+  ks_strings out = {0};
+  ks_flags_translate(&a, argv, sizeof argv / sizeof *argv, "/build", &out);
+  assert_string_equal(joined(&a, &out),
+                      "-DUSE_MPI -DTILE=32 -DFAST -I /build/include -I /abs/inc -I /build/third "
+                      "-isystem /build/sys -std=c++17 -UNDEBUG -include /build/pre.h");
+  ks_arena_release(&a);
+}
+
+static void clang_and_gcc_commands(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  const char *argv[] = {"clang++", "-x", "cuda", "--cuda-gpu-arch=sm_80", "-std=c++20",
+                        "-iquote", "q", "-Wall", "-stdlib=libc++", "-idirafter", "/late",
+                        "a.cu"};
+  ks_strings out = {0};
+  ks_flags_translate(&a, argv, sizeof argv / sizeof *argv, "/w", &out);
+  assert_string_equal(joined(&a, &out), "-std=c++20 -iquote /w/q -idirafter /late");
+  const char *nvcc_std[] = {"nvcc", "--std", "c++17", "a.cu"};
+  ks_strings out2 = {0};
+  ks_flags_translate(&a, nvcc_std, 4, "/w", &out2);
+  assert_string_equal(joined(&a, &out2), "-std=c++17");
+  ks_arena_release(&a);
+}
+
+static void empty_command(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  const char *argv[] = {"nvcc"};
+  ks_strings out = {0};
+  ks_flags_translate(&a, argv, 1, "/w", &out);
+  assert_int_equal(out.len, 0);
+  /* A trailing flag with its value missing is dropped, not read past. */
+  const char *cut[] = {"nvcc", "-I"};
+  ks_flags_translate(&a, cut, 2, "/w", &out);
+  assert_int_equal(out.len, 0);
+  ks_arena_release(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(nvcc_command),
+      cmocka_unit_test(clang_and_gcc_commands),
+      cmocka_unit_test(empty_command),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
