@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "ks_alloc.h"
+#include "ks_buf.h"
 #include "ks_fs.h"
 
 #ifndef KS_CLANG_RESOURCE_DIR
@@ -184,12 +185,88 @@ static bool match(const char *arg, const char *next, const char *name, const cha
   return false;
 }
 
+/* Splits a response file's text into arguments the way a shell would:
+ * whitespace separates, quotes group, a backslash escapes. */
+static void split_words(ks_arena *arena, const char *text, ks_strings *out) {
+  ks_buf word = KS_BUF_INIT;
+  bool in_word = false;
+  for (const char *p = text;; p++) {
+    char c = *p;
+    if (c == '\0' || (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      if (in_word)
+        *ks_array_push(arena, out) = ks_arena_strdup(arena, word.data);
+      ks_buf_reset(&word);
+      in_word = false;
+      if (c == '\0')
+        break;
+      continue;
+    }
+    in_word = true;
+    if (c == '"' || c == '\'') {
+      char q = c;
+      for (p++; *p && *p != q; p++) {
+        if (q == '"' && *p == '\\' && p[1])
+          p++;
+        ks_buf_addc(&word, *p);
+      }
+      if (!*p)
+        p--;
+    } else if (c == '\\' && p[1]) {
+      ks_buf_addc(&word, *++p);
+    } else {
+      ks_buf_addc(&word, c);
+    }
+  }
+  ks_buf_release(&word);
+}
+
+static void translate(ks_arena *arena, const char *const *argv, size_t argc, size_t first,
+                      const char *dir, ks_strings *out, int depth);
+
+/* Response files: nvcc's --options-file (CMake writes its include paths
+ * there) and the @file of gcc and clang. */
+static void expand_response_file(ks_arena *arena, const char *path, const char *dir,
+                                 ks_strings *out, int depth) {
+  if (depth > 4)
+    return; /* a response file including itself */
+  const char *full = absolute(arena, path, dir);
+  FILE *f = fopen(full, "r");
+  if (!f)
+    return;
+  ks_buf text;
+  ks_buf_init(&text, 1u << 20);
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    if (ks_buf_add(&text, chunk, n))
+      break;
+  fclose(f);
+  ks_strings words = {0};
+  split_words(arena, text.data, &words);
+  ks_buf_release(&text);
+  translate(arena, words.items, words.len, 0, dir, out, depth + 1);
+}
+
 void ks_flags_translate(ks_arena *arena, const char *const *argv, size_t argc, const char *dir,
                         ks_strings *out) {
-  for (size_t i = 1; i < argc; i++) {
+  translate(arena, argv, argc, 1, dir, out, 0);
+}
+
+static void translate(ks_arena *arena, const char *const *argv, size_t argc, size_t first,
+                      const char *dir, ks_strings *out, int depth) {
+  for (size_t i = first; i < argc; i++) {
     const char *arg = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL, *value = NULL;
     int used = 0;
     bool done = false;
+    if (arg[0] == '@' && arg[1]) {
+      expand_response_file(arena, arg + 1, dir, out, depth);
+      continue;
+    }
+    if (match(arg, next, "--options-file", &value, &used) || match(arg, next, "-optf", &value, &used)) {
+      expand_response_file(arena, value, dir, out, depth);
+      i += (size_t)used - 1;
+      continue;
+    }
     for (size_t k = 0; !done && k < sizeof path_flags / sizeof *path_flags; k++) {
       if (match(arg, next, path_flags[k].name, &value, &used)) {
         push(arena, out, path_flags[k].clang);

@@ -68,7 +68,32 @@ fail:
   return NULL;
 }
 
-const char *ks_pch_get(ks_pch_cache *cache, const ks_strings *args) {
+/* Include directories of the user's own (-I, -iquote, -idirafter) cannot
+ * change what CUDA's headers mean, and clang does not check them when it
+ * loads a precompiled header: leaving them out lets files of different
+ * targets share one. Macros, system directories, forced includes and the
+ * language standard stay. */
+static bool user_include_flag(const char *arg) {
+  return !strcmp(arg, "-I") || !strcmp(arg, "-iquote") || !strcmp(arg, "-idirafter");
+}
+
+static void header_args(const ks_strings *args, ks_strings *out, ks_arena *arena) {
+  for (size_t i = 0; i < args->len; i++) {
+    const char *a = args->items[i];
+    if (user_include_flag(a)) {
+      i++;
+      continue;
+    }
+    if (!strncmp(a, "-I", 2))
+      continue;
+    *ks_array_push(arena, out) = a;
+  }
+}
+
+const char *ks_pch_get(ks_pch_cache *cache, const ks_strings *all_args) {
+  ks_arena arena = KS_ARENA_INIT;
+  ks_strings filtered = {0}, *args = &filtered;
+  header_args(all_args, &filtered, &arena);
   ks_buf joined = KS_BUF_INIT;
   for (size_t i = 0; i < args->len; i++) {
     ks_buf_adds(&joined, args->items[i]);
@@ -95,6 +120,7 @@ const char *ks_pch_get(ks_pch_cache *cache, const ks_strings *args) {
   }
   path = cache->entries[i].path;
   pthread_mutex_unlock(&cache->lock);
+  ks_arena_release(&arena);
   return path;
 }
 

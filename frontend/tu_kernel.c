@@ -62,10 +62,16 @@ static void add_param(ks_tu *tu, CXCursor p, ks_kernel *k) {
   out->is_const = clang_isConstQualifiedType(t);
   out->is_restrict = clang_isRestrictQualifiedType(t);
   if (t.kind == CXType_Pointer || clang_getCanonicalType(t).kind == CXType_Pointer) {
+    /* A typedef of a pointer has no pointee of its own: use the canonical
+     * pointer's (clang_getUnqualifiedType crashes on an invalid type). */
     CXType pointee = clang_getPointeeType(t);
+    if (pointee.kind == CXType_Invalid)
+      pointee = clang_getPointeeType(clang_getCanonicalType(t));
     out->kind = KS_PARAM_POINTER;
-    out->pointee_const = clang_isConstQualifiedType(pointee);
-    out->pointee = ks_tu_type(tu, clang_getUnqualifiedType(pointee));
+    if (pointee.kind != CXType_Invalid) {
+      out->pointee_const = clang_isConstQualifiedType(pointee);
+      out->pointee = ks_tu_type(tu, clang_getUnqualifiedType(pointee));
+    }
   }
   const char *text = ks_tu_range_text(tu, ks_tu_extent(tu, p));
   out->grid_constant = text && strstr(text, "__grid_constant__");

@@ -1,1 +1,0 @@
-/* placeholder */ int ks_backend_placeholder(void); int ks_backend_placeholder(void) { return 0; }

@@ -1,0 +1,49 @@
+/* ks_nvrtc: what the backend asks of NVRTC, CUDA's runtime compiler.
+ *
+ * NVRTC is linked from the toolkit (unlike the driver, which is opened at
+ * run time): compiling needs no GPU, so kernelsmith-cc compiles variants on
+ * any machine that has the toolkit, and doctor proves it by compiling a
+ * trivial kernel to a cubin.
+ *
+ * Ownership: ks_nvrtc_compile appends into buffers the caller owns (and
+ * releases with ks_buf_release). Every function is safe to call from
+ * several threads at once: each compile has its own nvrtcProgram. */
+#ifndef KS_NVRTC_H
+#define KS_NVRTC_H
+
+#include <stddef.h>
+
+#include "ks_buf.h"
+#include "ks_ctx.h"
+
+/* NVRTC's version, e.g. 13 and 0; -1 when NVRTC cannot say. */
+int ks_nvrtc_version(int *major, int *minor);
+
+/* Writes up to `max` of the SM versions NVRTC can compile for (90 for
+ * sm_90), ascending, into `out`; returns how many there are (which may
+ * exceed `max`), or -1 with ks_fail. */
+int ks_nvrtc_archs(ks_ctx *ctx, int *out, int max);
+
+/* One compilation. `name` appears in diagnostics ("ks_variant_12.cu").
+ * `options` are NVRTC's own ("-arch=sm_90", "-std=c++17"; NVRTC rejects
+ * -O3). With an sm_XX arch the result is a cubin; with compute_XX only PTX
+ * exists and ks_nvrtc_compile fails. */
+typedef struct ks_nvrtc_unit {
+  const char *source;
+  const char *name;
+  const char *const *options;
+  size_t noptions;
+} ks_nvrtc_unit;
+
+/* Compiles `unit`; appends the cubin to `cubin` and NVRTC's log (warnings
+ * too) to `log`, which may be NULL. A source that does not compile fails
+ * with a message holding the log's first error line. Fault site
+ * "nvrtc_compile" makes the compile fail. */
+int ks_nvrtc_compile(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_buf *log);
+
+/* Compiles a trivial kernel for `arch` ("sm_90") and reports the cubin's
+ * size: proof that NVRTC and its builtins library load and work, with no
+ * GPU needed. */
+int ks_nvrtc_smoke(ks_ctx *ctx, const char *arch, size_t *cubin_bytes);
+
+#endif
