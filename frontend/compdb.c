@@ -10,7 +10,43 @@
 struct ks_compdb {
   CXCompilationDatabase db;
   char *dir;
+  char **files; /* every file with an entry of its own, sorted (realpaths) */
+  size_t nfiles;
 };
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* libclang answers for any file, inferring flags from a neighbour when the
+ * file has no entry; we want to know which files really have one. */
+static void load_files(ks_compdb *db) {
+  CXCompileCommands all = clang_CompilationDatabase_getAllCompileCommands(db->db);
+  if (!all)
+    return;
+  unsigned n = clang_CompileCommands_getSize(all);
+  db->files = ks_xcalloc(n ? n : 1, sizeof *db->files);
+  for (unsigned i = 0; i < n; i++) {
+    CXCompileCommand cmd = clang_CompileCommands_getCommand(all, i);
+    CXString name = clang_CompileCommand_getFilename(cmd);
+    CXString dir = clang_CompileCommand_getDirectory(cmd);
+    const char *f = clang_getCString(name), *d = clang_getCString(dir);
+    char *joined = f && f[0] == '/' ? ks_xstrdup(f) : ks_path_join(d ? d : ".", f ? f : "");
+    char *real = ks_realpath(joined);
+    db->files[db->nfiles++] = real ? real : joined;
+    if (real)
+      free(joined);
+    clang_disposeString(name);
+    clang_disposeString(dir);
+  }
+  clang_CompileCommands_dispose(all);
+  qsort(db->files, db->nfiles, sizeof *db->files, cmp_str);
+}
+
+static bool has_entry(const ks_compdb *db, const char *file) {
+  return db->nfiles &&
+         bsearch(&file, db->files, db->nfiles, sizeof *db->files, cmp_str) != NULL;
+}
 
 static ks_compdb *open_dir(const char *dir) {
   char *json = ks_path_join(dir, "compile_commands.json");
@@ -27,6 +63,7 @@ static ks_compdb *open_dir(const char *dir) {
   out->dir = ks_realpath(dir);
   if (!out->dir)
     out->dir = ks_xstrdup(dir);
+  load_files(out);
   return out;
 }
 
@@ -91,6 +128,8 @@ ks_compdb *ks_compdb_find(const char *const *paths, size_t npaths) {
 const char *ks_compdb_dir(const ks_compdb *db) { return db->dir; }
 
 bool ks_compdb_flags(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out) {
+  if (!has_entry(db, file))
+    return false;
   CXCompileCommands cmds = clang_CompilationDatabase_getCompileCommands(db->db, file);
   if (!cmds)
     return false;
@@ -118,6 +157,9 @@ void ks_compdb_close(ks_compdb *db) {
   if (!db)
     return;
   clang_CompilationDatabase_dispose(db->db);
+  for (size_t i = 0; i < db->nfiles; i++)
+    free(db->files[i]);
+  free(db->files);
   free(db->dir);
   free(db);
 }

@@ -47,7 +47,8 @@ int ks_compdb_open(ks_ctx *ctx, const char *build_dir, ks_compdb **out);
 ks_compdb *ks_compdb_find(const char *const *paths, size_t npaths);
 /* The directory holding the database. */
 const char *ks_compdb_dir(const ks_compdb *db);
-/* The translated flags of `file`; false when the database has no entry. */
+/* The translated flags of `file` (a realpath); false when the database has
+ * no entry of its own for it. */
 bool ks_compdb_flags(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out);
 void ks_compdb_close(ks_compdb *db);
 

@@ -362,6 +362,18 @@ int ks_scan_run(ks_ctx *ctx, const ks_scan_options *opts, ks_scan *out) {
     jobs[i].path = files.cu[i];
     set_flags(&job_arena, db, &jobs[i], jobs, i);
   }
+  /* A database found by looking upwards may belong to another project: keep
+   * it only when it knows some of these files. */
+  size_t known = 0;
+  for (size_t i = 0; i < files.ncu; i++)
+    known += !strcmp(jobs[i].flags_from, "compile_commands.json");
+  if (db && !known && files.ncu) {
+    if (opts->build_dir)
+      ks_warn(ctx, "%s has no entry for any scanned file; using default flags", out->compile_db);
+    ks_compdb_close(db);
+    db = NULL;
+    out->compile_db = NULL;
+  }
   pool p = {ctx, opts, &env, pch, jobs, files.ncu, 0, results};
   run_pool(&p);
 

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "ks_test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@ static ks_scan scan;
 static int setup(void **state) {
   ks_ctx_init(&ctx, "test_scan");
   ctx.verbosity = KS_LOG_ERROR;
-  static const char *const paths[] = {KS_TESTDATA "/frontend"};
+  const char *const paths[] = {ks_testdata("frontend")};
   ks_scan_options opts = {.paths = paths, .npaths = 1, .no_compdb = true};
   if (ks_scan_run(&ctx, &opts, &scan)) {
     fprintf(stderr, "scan failed: %s\n", ctx.error);
@@ -236,8 +238,8 @@ static void parse_failure_is_contained(void **state) {
   ks_ctx_init(&c, "test_scan");
   c.verbosity = KS_LOG_ERROR;
   assert_int_equal(ks_ctx_set_faults(&c, "parse:1"), 0);
-  static const char *const paths[] = {KS_TESTDATA "/frontend/overloads.cu",
-                                      KS_TESTDATA "/frontend/macros.cu"};
+  const char *const paths[] = {ks_testdata("frontend/overloads.cu"),
+                               ks_testdata("frontend/macros.cu")};
   ks_scan_options opts = {.paths = paths, .npaths = 2, .no_compdb = true, .jobs = 1};
   ks_scan s;
   assert_int_equal(ks_scan_run(&c, &opts, &s), 0);

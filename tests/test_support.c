@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "ks_test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +89,8 @@ static void ctext_splits_at_top_level(void **state) {
   assert_string_equal(parts.items[3], "/* c, d */ 'e'");
   assert_string_equal(parts.items[4], "{1, 2}");
   ks_strings none = {0};
-  ks_ctext_split(&a, "  ", text + 0 + 2, &none);
+  const char *blank = "  ";
+  ks_ctext_split(&a, blank, blank + 2, &none);
   assert_int_equal(none.len, 0);
   ks_arena_release(&a);
 }
@@ -184,9 +187,9 @@ static void read_file_caps_size(void **state) {
   ks_ctx ctx;
   ks_ctx_init(&ctx, "test");
   ks_buf b = KS_BUF_INIT;
-  assert_int_equal(ks_read_file(&ctx, KS_TESTDATA "/frontend/overloads.cu", 0, &b), 0);
+  assert_int_equal(ks_read_file(&ctx, ks_testdata("frontend/overloads.cu"), 0, &b), 0);
   assert_non_null(strstr(b.data, "fill_all"));
-  assert_int_equal(ks_read_file(&ctx, KS_TESTDATA "/frontend/overloads.cu", 10, &b), -1);
+  assert_int_equal(ks_read_file(&ctx, ks_testdata("frontend/overloads.cu"), 10, &b), -1);
   assert_non_null(strstr(ctx.error, "larger than"));
   ks_buf_release(&b);
   ks_ctx_release(&ctx);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds kernelsmith-cc and its test programs here and packs them, with the
+# shared libraries a bare GPU machine lacks (libclang, LLVM, cJSON, cmocka...)
+# and clang's resource headers, into .bundle/ks-bundle.tar.xz (git-ignored).
+# scripts/gpu-check.sh unpacks it on the GPU machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-bundle
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DKS_BUILD_TESTS=ON >/dev/null
+cmake --build $build -j"$(nproc)" >/dev/null
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" "$stage/clang"
+bins=($build/cli/kernelsmith-cc $build/tests/test_support $build/tests/test_scan
+      $build/tests/test_flags $build/tests/test_backend $build/tests/test_gpu_driver)
+cp "${bins[@]}" "$stage/bin/"
+
+# Every library the binaries load, except the C runtime and the CUDA toolkit's
+# own (the GPU machine has those, at the same paths).
+for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libnvrtc*|libcuda.so*) ;;
+    *) cp -L "$lib" "$stage/lib/" ;;
+  esac
+done
+resource=$(sed -n 's/^LibClang_RESOURCE_DIR:PATH=//p' $build/CMakeCache.txt)
+cp -r "$resource/include" "$stage/clang/include"
+
+mkdir -p .bundle
+tar -C "$stage" -cJf .bundle/ks-bundle.tar.xz .
+echo "bundle: $(du -h .bundle/ks-bundle.tar.xz | cut -f1) in .bundle/ks-bundle.tar.xz ($(ls "$stage/lib" | wc -l) libraries)"

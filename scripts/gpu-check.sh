@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The whole GPU check in one run, on a machine with an NVIDIA GPU and the CUDA
+# toolkit: unpacks the bundle from scripts/device-bundle.sh, runs doctor, the
+# GPU tests and the unit tests, scans the test apps, builds and runs every test
+# app, and prints a short table. The table and an archive of every log go to
+# $OUT (or ./gpu-check-out).
+set -u
+cd "$(dirname "$0")/.."
+dest=${OUT:-gpu-check-out}
+mkdir -p "$dest"
+out=$(mktemp -d)
+ks=/tmp/ks-bundle
+rm -rf $ks && mkdir -p $ks && tar -C $ks -xJf .bundle/ks-bundle.tar.xz || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
+export LD_LIBRARY_PATH=$ks/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export KERNELSMITH_CLANG_RESOURCE_DIR=$ks/clang
+export KS_TESTDATA=$PWD/testdata
+export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
+results=()
+record() { results+=("$(printf '%-28s %s' "$1" "$2")"); }
+step() { # name, command...
+  local name=$1; shift
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  case $rc in 0) record "$name" PASS;; 77) record "$name" SKIP;; *) record "$name" "FAIL (rc=$rc)";; esac
+  return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader >"$out/gpu.txt" 2>&1
+step doctor $ks/bin/kernelsmith-cc doctor
+$ks/bin/kernelsmith-cc doctor --json >"$out/doctor.json" 2>/dev/null
+step gpu_driver $ks/bin/test_gpu_driver
+step backend $ks/bin/test_backend
+step support $ks/bin/test_support
+step flags $ks/bin/test_flags
+step scan_tests $ks/bin/test_scan
+step scan_apps $ks/bin/kernelsmith-cc scan --long testdata/apps
+step build_apps make -C testdata/apps -j"$(nproc)"
+
+apps=(saxpy gelu reduce_sum softmax layernorm transpose sgemm stencil2d histogram prefix_sum spmv_csr gemv)
+: >"$out/apps.txt"
+for app in "${apps[@]}"; do
+  if [ -x testdata/apps/$app/$app ]; then
+    (cd testdata/apps/$app && ./$app) >"$out/app-$app.log" 2>&1
+    rc=$?
+    grep "^$app:" "$out/app-$app.log" >>"$out/apps.txt"
+    if [ $rc -eq 0 ] && grep -q "^$app: PASS" "$out/app-$app.log"; then
+      record "app $app" "PASS $(sed -n "s/^$app: kernel \(.*\)$/\1/p" "$out/app-$app.log" | head -1)"
+    else
+      record "app $app" "FAIL (rc=$rc)"
+    fi
+  else
+    record "app $app" "NOT BUILT"
+  fi
+done
+make -C testdata/apps clean >/dev/null 2>&1
+
+echo
+echo "GPU: $(cat "$out/gpu.txt")"
+printf '%s\n' "${results[@]}" | tee "$out/summary.txt"
+# One archive, so that every log comes back from a machine that returns few files.
+tar -C "$out" -czf "$dest/logs.tgz" .
+cp "$out/summary.txt" "$out/apps.txt" "$out/doctor.json" "$dest/"
+! grep -q "FAIL\|NOT BUILT" "$out/summary.txt"
