@@ -7,21 +7,40 @@
 #include "ks_alloc.h"
 #include "ks_fs.h"
 
+typedef struct compdb_entry {
+  char *file;     /* realpath of the entry's file */
+  unsigned index; /* its command in `all` (the first, when several) */
+} compdb_entry;
+
 struct ks_compdb {
   CXCompilationDatabase db;
+  CXCompileCommands all; /* every command, kept for the life of the database */
   char *dir;
-  char **files; /* every file with an entry of its own, sorted (realpaths) */
+  compdb_entry *files;   /* sorted by file */
   size_t nfiles;
 };
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+static int cmp_entry(const void *a, const void *b) {
+  const compdb_entry *x = a, *y = b;
+  int c = strcmp(x->file, y->file);
+  return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* An entry's working directory; a relative one is taken relative to the
+ * database's own directory. malloc'd. */
+static char *command_dir(const ks_compdb *db, const char *dir) {
+  if (!dir || !*dir)
+    return ks_xstrdup(db->dir);
+  if (dir[0] == '/')
+    return ks_xstrdup(dir);
+  return ks_path_join(db->dir, dir);
 }
 
 /* libclang answers for any file, inferring flags from a neighbour when the
  * file has no entry; we want to know which files really have one. */
 static void load_files(ks_compdb *db) {
   CXCompileCommands all = clang_CompilationDatabase_getAllCompileCommands(db->db);
+  db->all = all;
   if (!all)
     return;
   unsigned n = clang_CompileCommands_getSize(all);
@@ -31,21 +50,33 @@ static void load_files(ks_compdb *db) {
     CXString name = clang_CompileCommand_getFilename(cmd);
     CXString dir = clang_CompileCommand_getDirectory(cmd);
     const char *f = clang_getCString(name), *d = clang_getCString(dir);
-    char *joined = f && f[0] == '/' ? ks_xstrdup(f) : ks_path_join(d ? d : ".", f ? f : "");
+    char *base = command_dir(db, d);
+    char *joined = f && f[0] == '/' ? ks_xstrdup(f) : ks_path_join(base, f ? f : "");
+    free(base);
     char *real = ks_realpath(joined);
-    db->files[db->nfiles++] = real ? real : joined;
+    db->files[db->nfiles].file = real ? real : joined;
+    db->files[db->nfiles].index = i;
+    db->nfiles++;
     if (real)
       free(joined);
     clang_disposeString(name);
     clang_disposeString(dir);
   }
-  clang_CompileCommands_dispose(all);
-  qsort(db->files, db->nfiles, sizeof *db->files, cmp_str);
+  if (db->nfiles > 1)
+    qsort(db->files, db->nfiles, sizeof *db->files, cmp_entry);
 }
 
-static bool has_entry(const ks_compdb *db, const char *file) {
-  return db->nfiles &&
-         bsearch(&file, db->files, db->nfiles, sizeof *db->files, cmp_str) != NULL;
+/* The index of the first command for `file`, or -1. */
+static long entry_of(const ks_compdb *db, const char *file) {
+  size_t lo = 0, hi = db->nfiles;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (strcmp(db->files[mid].file, file) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < db->nfiles && !strcmp(db->files[lo].file, file) ? (long)db->files[lo].index : -1;
 }
 
 static ks_compdb *open_dir(const char *dir) {
@@ -128,37 +159,36 @@ ks_compdb *ks_compdb_find(const char *const *paths, size_t npaths) {
 const char *ks_compdb_dir(const ks_compdb *db) { return db->dir; }
 
 bool ks_compdb_flags(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out) {
-  if (!has_entry(db, file))
+  /* Looked up by our own resolution of each entry's path: libclang's lookup
+   * misses entries whose directory is relative. */
+  long index = entry_of(db, file);
+  if (index < 0)
     return false;
-  CXCompileCommands cmds = clang_CompilationDatabase_getCompileCommands(db->db, file);
-  if (!cmds)
-    return false;
-  bool found = clang_CompileCommands_getSize(cmds) > 0;
-  if (found) {
-    /* The first command is the one a build runs for this file. */
-    CXCompileCommand cmd = clang_CompileCommands_getCommand(cmds, 0);
-    CXString dir_s = clang_CompileCommand_getDirectory(cmd);
-    const char *dir = ks_arena_strdup(arena, clang_getCString(dir_s));
-    clang_disposeString(dir_s);
-    unsigned n = clang_CompileCommand_getNumArgs(cmd);
-    const char **argv = ks_arena_alloc(arena, (n + 1) * sizeof *argv);
-    for (unsigned i = 0; i < n; i++) {
-      CXString a = clang_CompileCommand_getArg(cmd, i);
-      argv[i] = ks_arena_strdup(arena, clang_getCString(a));
-      clang_disposeString(a);
-    }
-    ks_flags_translate(arena, argv, n, dir, out);
+  CXCompileCommand cmd = clang_CompileCommands_getCommand(db->all, (unsigned)index);
+  CXString dir_s = clang_CompileCommand_getDirectory(cmd);
+  char *base = command_dir(db, clang_getCString(dir_s));
+  const char *dir = ks_arena_strdup(arena, base);
+  free(base);
+  clang_disposeString(dir_s);
+  unsigned n = clang_CompileCommand_getNumArgs(cmd);
+  const char **argv = ks_arena_alloc(arena, (n + 1) * sizeof *argv);
+  for (unsigned i = 0; i < n; i++) {
+    CXString a = clang_CompileCommand_getArg(cmd, i);
+    argv[i] = ks_arena_strdup(arena, clang_getCString(a));
+    clang_disposeString(a);
   }
-  clang_CompileCommands_dispose(cmds);
-  return found;
+  ks_flags_translate(arena, argv, n, dir, out);
+  return true;
 }
 
 void ks_compdb_close(ks_compdb *db) {
   if (!db)
     return;
+  if (db->all)
+    clang_CompileCommands_dispose(db->all);
   clang_CompilationDatabase_dispose(db->db);
   for (size_t i = 0; i < db->nfiles; i++)
-    free(db->files[i]);
+    free(db->files[i].file);
   free(db->files);
   free(db->dir);
   free(db);

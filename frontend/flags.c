@@ -21,8 +21,9 @@ static const char texture_stub[] =
 
 /* Declarations clang 16 lacks for parsing CUDA 12+ code: the cache-hinted
  * loads and stores of sm_32_intrinsics.h, which clang's wrapper leaves out
- * because it defines __ldg itself. Templates, so that the exact overloads of
- * cuda_fp16.h and cuda_bf16.h still win; never compiled, only parsed. */
+ * because it defines __ldg itself, and the surface functions it has no
+ * support for. Templates, so that the exact overloads of cuda_fp16.h and
+ * cuda_bf16.h still win; never compiled, only parsed. */
 static const char prelude[] =
     "/* kernelsmith-cc: declarations for parsing CUDA code with clang. */\n"
     "#pragma once\n"
@@ -35,6 +36,16 @@ static const char prelude[] =
     "KS_LOAD(__ldcg) KS_LOAD(__ldca) KS_LOAD(__ldcs) KS_LOAD(__ldlu) KS_LOAD(__ldcv)\n"
     "KS_STORE(__stwb) KS_STORE(__stcg) KS_STORE(__stcs) KS_STORE(__stwt)\n"
     "#undef KS_LOAD\n"
+    "template <class... A> __device__ void surf1Dwrite(A...);\n"
+    "template <class... A> __device__ void surf2Dwrite(A...);\n"
+    "template <class... A> __device__ void surf3Dwrite(A...);\n"
+    "template <class... A> __device__ void surf2DLayeredwrite(A...);\n"
+    "template <class T, class... A> __device__ T surf1Dread(A...);\n"
+    "template <class T, class... A> __device__ T surf2Dread(A...);\n"
+    "template <class T, class... A> __device__ T surf3Dread(A...);\n"
+    "template <class T, class... A> __device__ void surf1Dread(T *, A...);\n"
+    "template <class T, class... A> __device__ void surf2Dread(T *, A...);\n"
+    "template <class T, class... A> __device__ void surf3Dread(T *, A...);\n"
     "#undef KS_STORE\n";
 
 static int write_file(ks_ctx *ctx, const char *dir, const char *name, const char *text) {
@@ -279,6 +290,13 @@ static void translate(ks_arena *arena, const char *const *argv, size_t argc, siz
         *ks_array_push(arena, out) = ks_arena_printf(arena, "%s%s", value_flags[k].clang, value);
         done = true;
       }
+    }
+    /* Relocatable device code: clang parses device-side launches (dynamic
+     * parallelism) only with it. */
+    if (!done && (!strcmp(arg, "-rdc=true") || !strcmp(arg, "--relocatable-device-code=true") ||
+                  !strcmp(arg, "-dc") || !strcmp(arg, "--device-c") || !strcmp(arg, "-fgpu-rdc"))) {
+      push(arena, out, "-fgpu-rdc");
+      continue;
     }
     if (!done && (match(arg, next, "-std", &value, &used) ||
                   match(arg, next, "--std", &value, &used))) {

@@ -209,6 +209,7 @@ static cJSON *launch_json(const ks_scan *scan, size_t id, const ks_launch *l) {
   add_str(o, "enclosing_function", l->enclosing);
   cJSON_AddBoolToObject(o, "in_lambda", l->in_lambda);
   cJSON_AddBoolToObject(o, "in_template", l->in_template);
+  cJSON_AddBoolToObject(o, "device_side", l->device_side);
   return o;
 }
 

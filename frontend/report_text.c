@@ -142,8 +142,8 @@ static void print_long_launch(FILE *out, const ks_scan *scan, const ks_launch *l
   ks_buf b = KS_BUF_INIT;
   launch_line(&b, scan, l);
   fprintf(out, "launch %s\n", b.data);
-  fprintf(out, "  in %s%s%s", l->enclosing ? l->enclosing : "?", l->in_lambda ? " (lambda)" : "",
-          l->in_template ? " (template)" : "");
+  fprintf(out, "  in %s%s%s%s", l->enclosing ? l->enclosing : "?", l->in_lambda ? " (lambda)" : "",
+          l->in_template ? " (template)" : "", l->device_side ? " (device side)" : "");
   if (l->macro)
     fprintf(out, " via macro %s", l->macro);
   if (l->api)
@@ -231,13 +231,21 @@ void ks_report_table(FILE *out, const ks_scan *scan, const ks_report_options *op
 }
 
 void ks_report_diagnostics(ks_ctx *ctx, const ks_scan *scan) {
+  /* One line per file by default; every error with -v. */
+  bool all = ctx->verbosity >= KS_LOG_INFO;
   for (size_t i = 0; i < scan->files.len; i++) {
     const ks_scanned_file *f = &scan->files.items[i];
-    for (size_t d = 0; d < f->diags.len; d++) {
+    size_t shown = all ? f->diags.len : (f->diags.len ? 1 : 0);
+    for (size_t d = 0; d < shown; d++) {
       const ks_diag *g = &f->diags.items[d];
-      ks_warn(ctx, "%s:%u:%u: %s", rel(scan, g->loc.file), g->loc.line, g->loc.col, g->message);
+      if (!all && f->errors > 1)
+        ks_warn(ctx, "%s:%u:%u: %s (and %u more error%s in %s; -v lists them)",
+                rel(scan, g->loc.file), g->loc.line, g->loc.col, g->message, f->errors - 1,
+                f->errors == 2 ? "" : "s", rel(scan, f->path));
+      else
+        ks_warn(ctx, "%s:%u:%u: %s", rel(scan, g->loc.file), g->loc.line, g->loc.col, g->message);
     }
-    if (f->errors > f->diags.len)
+    if (all && f->errors > f->diags.len)
       ks_warn(ctx, "%s: %u more errors", rel(scan, f->path), f->errors - (unsigned)f->diags.len);
     if (f->system_errors)
       ks_info(ctx, "%s: %u errors inside system headers (kernels of your own files are still "

@@ -256,6 +256,15 @@ static enum CXChildVisitResult walk_body(CXCursor c, CXCursor parent, CXClientDa
       add_shared(w, c);
     break;
   case CXCursor_CallExpr: {
+    if (ks_tu_is_chevron_launch(c)) {
+      /* A launch from device code is not a call of the kernel it starts:
+       * only its arguments are walked. */
+      CXCursor kids[64];
+      unsigned n = ks_tu_children(c, kids, 64);
+      for (unsigned i = 2; i < n; i++)
+        clang_visitChildren(kids[i], walk_body, w);
+      return CXChildVisit_Continue;
+    }
     CXCursor ref = clang_getCursorReferenced(c);
     if (!clang_Cursor_isNull(ref))
       add_callee_decl(w, ref);

@@ -75,12 +75,15 @@ static void visit_function(ks_tu *tu, CXCursor fn) {
   if (!clang_Cursor_isNull(pattern) && clang_getCursorKind(fn) != CXCursor_FunctionTemplate &&
       clang_equalLocations(clang_getCursorLocation(fn), clang_getCursorLocation(pattern)))
     return;
-  if (ks_tu_is_kernel(fn)) {
+  bool kernel = ks_tu_is_kernel(fn);
+  if (kernel)
     ks_tu_kernel(tu, fn, ks_array_push(tu->arena, &tu->out->kernels));
-    return;
-  }
+  /* Kernels can launch kernels too (dynamic parallelism). */
+  size_t first = tu->out->launches.len;
   body_state st = {tu, {fn, false}};
   clang_visitChildren(fn, visit_body, &st);
+  for (size_t i = first; kernel && i < tu->out->launches.len; i++)
+    tu->out->launches.items[i].device_side = true;
 }
 
 static enum CXChildVisitResult visit_top(CXCursor c, CXCursor parent, CXClientData data) {

@@ -171,6 +171,7 @@ typedef struct ks_launch {
   const char *enclosing_usr; /* its USR (the template's, for templates) */
   bool in_lambda;            /* inside a lambda within `enclosing` */
   bool in_template;          /* `enclosing` is a function template */
+  bool device_side;          /* launched from device code (dynamic parallelism) */
 } ks_launch;
 typedef KS_ARRAY(ks_launch) ks_launches;
 

@@ -268,6 +268,28 @@ static void missing_path_is_an_error(void **state) {
   ks_ctx_release(&c);
 }
 
+static void device_side_launch_with_rdc_flags(void **state) {
+  /* Flags come from the directory's compile_commands.json (-rdc=true). */
+  ks_ctx c;
+  ks_ctx_init(&c, "test_scan");
+  c.verbosity = KS_LOG_ERROR;
+  const char *const paths[] = {ks_testdata("frontend/rdc")};
+  ks_scan_options opts = {.paths = paths, .npaths = 1};
+  ks_scan s;
+  assert_int_equal(ks_scan_run(&c, &opts, &s), 0);
+  assert_non_null(s.compile_db);
+  assert_int_equal(s.files.items[0].status, KS_FILE_OK);
+  assert_int_equal(s.kernels.len, 2);
+  assert_int_equal(s.launches.len, 2);
+  const ks_launch *from_parent = &s.launches.items[0];
+  assert_true(from_parent->device_side);
+  assert_string_equal(from_parent->enclosing, "parent");
+  assert_string_equal(from_parent->kernel_name, "child");
+  assert_false(s.launches.items[1].device_side);
+  ks_scan_release(&s);
+  ks_ctx_release(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(templates_and_host_launchers),
@@ -281,6 +303,7 @@ int main(void) {
       cmocka_unit_test(broken_file_still_scanned),
       cmocka_unit_test(parse_failure_is_contained),
       cmocka_unit_test(missing_path_is_an_error),
+      cmocka_unit_test(device_side_launch_with_rdc_flags),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
