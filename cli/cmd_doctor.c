@@ -342,7 +342,7 @@ static void print_text(bool color, const doctor_report *r) {
   if (!toolchain_ok(r))
     printf("not ready: scan and compile need libclang, the CUDA toolkit and a working NVRTC\n");
   else if (!gpu_ready(r))
-    printf("ready for scan and compile; GPU commands (verify, tune) need an NVIDIA driver and a "
+    printf("ready for scan and compile; GPU commands (check, bench, optimize) need an NVIDIA driver and a "
            "GPU, and there is none here\n");
   else
     printf("ready: scan, compile and GPU commands can run here\n");

@@ -54,10 +54,31 @@ for app in "${apps[@]}"; do
 done
 make -C testdata/apps clean >/dev/null 2>&1
 
+# The apps' own PASS lines and kernel times, as JSON for bench/results/.
+python3 - "$out/apps.txt" "$out/gpu.txt" >"$out/apps.json" <<'PY'
+import datetime, json, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+gpu = open(sys.argv[2]).read().strip().split(", ")
+apps = {}
+for line in lines:
+    m = re.match(r"^(\w+): (PASS|FAIL)", line)
+    if m:
+        apps.setdefault(m.group(1), {})["status"] = m.group(2)
+    m = re.match(r"^(\w+): kernel (\S+) ([0-9.]+) ms", line)
+    if m:
+        apps.setdefault(m.group(1), {}).update(kernel=m.group(2), median_ms=float(m.group(3)))
+print(json.dumps({"benchmark": "testdata apps, baseline (naive) kernels",
+                  "device": gpu[0], "driver": gpu[1] if len(gpu) > 1 else None,
+                  "date": datetime.date.today().isoformat(),
+                  "command": "scripts/gpu-check.sh (each app: its own CPU check, then 20 "
+                             "timed launches with an L2 flush before each, median)",
+                  "apps": apps}, indent=2))
+PY
+
 echo
 echo "GPU: $(cat "$out/gpu.txt")"
 printf '%s\n' "${results[@]}" | tee "$out/summary.txt"
 # One archive, so that every log comes back from a machine that returns few files.
 tar -C "$out" -czf "$dest/logs.tgz" .
-cp "$out/summary.txt" "$out/apps.txt" "$out/doctor.json" "$dest/"
+cp "$out/summary.txt" "$out/apps.txt" "$out/apps.json" "$out/doctor.json" "$dest/"
 ! grep -q "FAIL\|NOT BUILT" "$out/summary.txt"

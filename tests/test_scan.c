@@ -232,6 +232,14 @@ static void broken_file_still_scanned(void **state) {
   assert_int_equal(file("overloads.cu")->status, KS_FILE_OK);
 }
 
+static void heavy_system_headers(void **state) {
+  /* cooperative groups, CUB and bf16 from CUDA 13 under clang 16 */
+  kernel("row_sum_bf16(const __nv_bfloat16 *, float *, int)");
+  const ks_kernel *k = kernel("warp_max(const float *, float *, int)");
+  assert_int_equal(k->launches.len, 1);
+  assert_int_equal(file("system_headers.cu")->status, KS_FILE_OK);
+}
+
 static void parse_failure_is_contained(void **state) {
   /* The first parse fails (fault injection); the other files still scan. */
   ks_ctx c;
@@ -301,6 +309,7 @@ int main(void) {
       cmocka_unit_test(function_pointers_and_runtime_api),
       cmocka_unit_test(unity_build_reports_once),
       cmocka_unit_test(broken_file_still_scanned),
+      cmocka_unit_test(heavy_system_headers),
       cmocka_unit_test(parse_failure_is_contained),
       cmocka_unit_test(missing_path_is_an_error),
       cmocka_unit_test(device_side_launch_with_rdc_flags),
