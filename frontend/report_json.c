@@ -4,15 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ks_fs.h"
 #include "ks_report.h"
 
+/* Paths below the scan's root are shown relative to it. */
 static const char *rel(const ks_scan *scan, const char *path) {
   if (!path)
     return NULL;
-  size_t n = strlen(scan->root);
-  if (n > 1 && !strncmp(path, scan->root, n) && path[n] == '/')
-    return path + n + 1;
-  return path;
+  return *scan->root ? ks_path_below(path, scan->root) : path;
 }
 
 static void add_str(cJSON *o, const char *key, const char *value) {

@@ -3,15 +3,14 @@
 #include <string.h>
 
 #include "ks_buf.h"
+#include "ks_fs.h"
 #include "ks_report.h"
 
+/* Paths below the scan's root are shown relative to it. */
 static const char *rel(const ks_scan *scan, const char *path) {
   if (!path)
     return "?";
-  size_t n = strlen(scan->root);
-  if (n > 1 && !strncmp(path, scan->root, n) && path[n] == '/')
-    return path + n + 1;
-  return path;
+  return *scan->root ? ks_path_below(path, scan->root) : path;
 }
 
 static const char *kind_name(ks_param_kind k) {
