@@ -33,6 +33,12 @@ typedef struct ks_nvrtc_unit {
   const char *name;
   const char *const *options;
   size_t noptions;
+  const char *const *name_expressions; /* "ns::k<float, 256>": instantiated,
+                                          and their lowered names returned */
+  size_t nnames;
+  const char *const *header_names;    /* in-memory headers #include can see */
+  const char *const *header_sources;
+  size_t nheaders;
 } ks_nvrtc_unit;
 
 /* Compiles `unit`; appends the cubin to `cubin` and NVRTC's log (warnings
@@ -40,6 +46,10 @@ typedef struct ks_nvrtc_unit {
  * with a message holding the log's first error line. Fault site
  * "nvrtc_compile" makes the compile fail. */
 int ks_nvrtc_compile(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_buf *log);
+/* The same, and the lowered (mangled) name of each name expression into
+ * lowered[0..nnames), malloc'd strings the caller frees. */
+int ks_nvrtc_compile_named(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_buf *log,
+                           char **lowered);
 
 /* Compiles a trivial kernel for `arch` ("sm_90") and reports the cubin's
  * size: proof that NVRTC and its builtins library load and work, with no

@@ -47,16 +47,33 @@ static void first_error(const char *log, char *out, size_t size) {
 }
 
 int ks_nvrtc_compile(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_buf *log) {
+  return ks_nvrtc_compile_named(ctx, unit, cubin, log, NULL);
+}
+
+int ks_nvrtc_compile_named(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_buf *log,
+                           char **lowered) {
   nvrtcProgram prog = NULL;
   ks_buf text = KS_BUF_INIT;
   int rc = 0;
+  for (size_t i = 0; lowered && i < unit->nnames; i++)
+    lowered[i] = NULL;
   if (ks_fault(ctx, "nvrtc_compile"))
     return ks_fail(ctx, "%s: NVRTC compile failed: fault injected", unit->name);
-  nvrtcResult r = nvrtcCreateProgram(&prog, unit->source, unit->name, 0, NULL, NULL);
+  nvrtcResult r = nvrtcCreateProgram(&prog, unit->source, unit->name, (int)unit->nheaders,
+                                     unit->nheaders ? unit->header_sources : NULL,
+                                     unit->nheaders ? unit->header_names : NULL);
   if (r != NVRTC_SUCCESS) {
     prog = NULL;
     rc = ks_fail(ctx, "%s: nvrtcCreateProgram: %s", unit->name, nvrtcGetErrorString(r));
     goto out;
+  }
+  for (size_t i = 0; i < unit->nnames; i++) {
+    r = nvrtcAddNameExpression(prog, unit->name_expressions[i]);
+    if (r != NVRTC_SUCCESS) {
+      rc = ks_fail(ctx, "%s: nvrtcAddNameExpression(%s): %s", unit->name,
+                   unit->name_expressions[i], nvrtcGetErrorString(r));
+      goto out;
+    }
   }
   nvrtcResult compiled = nvrtcCompileProgram(prog, (int)unit->noptions, unit->options);
   /* The log is read whatever the outcome: it carries warnings too. */
@@ -102,7 +119,22 @@ int ks_nvrtc_compile(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_b
   }
   cubin->len = at + size;
   cubin->data[cubin->len] = '\0';
+  for (size_t i = 0; lowered && i < unit->nnames; i++) {
+    const char *name = NULL;
+    r = nvrtcGetLoweredName(prog, unit->name_expressions[i], &name);
+    if (r != NVRTC_SUCCESS || !name) {
+      rc = ks_fail(ctx, "%s: no lowered name for '%s': %s", unit->name,
+                   unit->name_expressions[i], nvrtcGetErrorString(r));
+      goto out;
+    }
+    lowered[i] = ks_xstrdup(name); /* owned by the program until it is destroyed */
+  }
 out:
+  if (rc && lowered)
+    for (size_t i = 0; i < unit->nnames; i++) {
+      free(lowered[i]);
+      lowered[i] = NULL;
+    }
   if (prog)
     nvrtcDestroyProgram(&prog);
   ks_buf_release(&text);
@@ -118,7 +150,7 @@ int ks_nvrtc_smoke(ks_ctx *ctx, const char *arch, size_t *cubin_bytes) {
   char option[64];
   snprintf(option, sizeof option, "-arch=%s", arch);
   const char *const options[] = {option};
-  ks_nvrtc_unit unit = {source, "ks_smoke.cu", options, 1};
+  ks_nvrtc_unit unit = {.source = source, .name = "ks_smoke.cu", .options = options, .noptions = 1};
   ks_buf cubin = KS_BUF_INIT;
   *cubin_bytes = 0;
   int rc = ks_nvrtc_compile(ctx, &unit, &cubin, NULL);

@@ -76,3 +76,24 @@ int ks_toolkit_find(ks_ctx *ctx, ks_toolkit *out) {
   free(root);
   return read_version(ctx, out);
 }
+
+bool ks_toolkit_header_allowed(const char *header) {
+  static const char *const exact[] = {
+      "cuda_fp16.h",    "cuda_fp16.hpp",   "cuda_bf16.h",         "cuda_bf16.hpp",
+      "cuda_fp8.h",     "cuda_fp8.hpp",    "cuda_fp6.h",          "cuda_fp4.h",
+      "mma.h",          "cuda_pipeline.h", "cuda_pipeline_primitives.h",
+      "cuda_awbarrier.h", "cuda_awbarrier_primitives.h", "cooperative_groups.h",
+      "curand_kernel.h", "sm_32_intrinsics.h", "sm_60_atomic_functions.h",
+      "sm_61_intrinsics.h", "vector_types.h", "vector_functions.h", "math_constants.h",
+  };
+  static const char *const prefixes[] = {"cooperative_groups/", "cub/", "cuda/", "nv/"};
+  if (!header || strstr(header, ".."))
+    return false;
+  for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+    if (!strcmp(header, exact[i]))
+      return true;
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (!strncmp(header, prefixes[i], strlen(prefixes[i])))
+      return true;
+  return false;
+}

@@ -6,6 +6,8 @@
 #ifndef KS_TOOLKIT_H
 #define KS_TOOLKIT_H
 
+#include <stdbool.h>
+
 #include "ks_ctx.h"
 
 typedef struct ks_toolkit {
@@ -17,5 +19,11 @@ typedef struct ks_toolkit {
 
 /* Fills `out`; fails with one sentence saying where it looked. */
 int ks_toolkit_find(ks_ctx *ctx, ks_toolkit *out);
+
+/* Whether device code compiled by NVRTC may #include `header` (as written
+ * between <> or "", e.g. "cuda_fp16.h", "cub/block/block_reduce.cuh"): the
+ * toolkit's device headers, and nothing of the user's or the host's. The one
+ * allow-list the slicer and the candidate rules share. */
+bool ks_toolkit_header_allowed(const char *header);
 
 #endif

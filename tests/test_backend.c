@@ -123,8 +123,9 @@ static void test_nvrtc_smoke_sm90(void **state) {
 static void test_nvrtc_compile_cubin_is_elf(void **state) {
   ks_ctx *ctx = *state;
   const char *options[] = {"-arch=sm_90", "-std=c++17"};
-  ks_nvrtc_unit unit = {"extern \"C\" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n",
-                        "k.cu", options, 2};
+  ks_nvrtc_unit unit = {
+      .source = "extern \"C\" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n",
+      .name = "k.cu", .options = options, .noptions = 2};
   ks_buf cubin = KS_BUF_INIT, log = KS_BUF_INIT;
   assert_int_equal(ks_nvrtc_compile(ctx, &unit, &cubin, &log), 0);
   assert_true(cubin.len > 4);
@@ -136,8 +137,8 @@ static void test_nvrtc_compile_cubin_is_elf(void **state) {
 static void test_nvrtc_compile_error(void **state) {
   ks_ctx *ctx = *state;
   const char *options[] = {"-arch=sm_90"};
-  ks_nvrtc_unit unit = {"__global__ void k(int *x) { x[0] = undeclared; }\n", "bad.cu",
-                        options, 1};
+  ks_nvrtc_unit unit = {.source = "__global__ void k(int *x) { x[0] = undeclared; }\n",
+                        .name = "bad.cu", .options = options, .noptions = 1};
   ks_buf cubin = KS_BUF_INIT, log = KS_BUF_INIT;
   assert_int_equal(ks_nvrtc_compile(ctx, &unit, &cubin, &log), -1);
   assert_int_equal(cubin.len, 0);

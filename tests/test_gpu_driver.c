@@ -139,7 +139,7 @@ int main(void) {
   char arch[32];
   snprintf(arch, sizeof arch, "-arch=sm_%d%d", gpu.cc_major, gpu.cc_minor);
   const char *options[] = {arch};
-  ks_nvrtc_unit unit = {kernel_source, "twice.cu", options, 1};
+  ks_nvrtc_unit unit = {.source = kernel_source, .name = "twice.cu", .options = options, .noptions = 1};
   if (ks_nvrtc_compile(&ctx, &unit, &cubin, &log)) {
     printf("FAIL: %s\n%s", ctx.error, log.data);
     rc = 1;

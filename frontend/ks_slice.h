@@ -1,0 +1,45 @@
+/* ks_slice: a kernel as a standalone compilation unit for NVRTC.
+ *
+ * The unit holds the kernel and everything it needs, in dependency order:
+ * the device functions it calls, the types, typedefs and aliases it uses,
+ * __constant__ and __device__ variables, the macros its text expands, and the
+ * templates it instantiates, each inside its namespaces; CUDA headers it needs
+ * (cuda_fp16.h, cooperative_groups.h, cub/...) stay as #include lines. No host
+ * code, no host headers. Template kernels come with the template arguments
+ * seen at their launch sites (or given by the spec) as NVRTC name
+ * expressions, which give the lowered names.
+ *
+ * Ownership: strings and arrays live in the arena the caller passes. */
+#ifndef KS_SLICE_H
+#define KS_SLICE_H
+
+#include "ks_alloc.h"
+#include "ks_ctx.h"
+#include "ks_model.h"
+#include "ks_scan.h"
+
+typedef struct ks_slice {
+  const char *kernel;            /* qualified name */
+  const char *source;            /* the unit, ready for NVRTC */
+  ks_strings name_expressions;   /* what to pass to nvrtcAddNameExpression:
+                                    "ns::k" or "ns::k<float, 256>", one per
+                                    instantiation */
+  ks_strings includes;           /* toolkit headers it #includes */
+  ks_strings dependencies;       /* qualified names of what it pulled in, in
+                                    order, for reports and tests */
+} ks_slice;
+
+/* Slices `k`, found by `scan` (run with `opts`): re-parses the file that
+ * defines it with the same flags. `instances` overrides the template
+ * arguments ("float, 256"; NULL: the kernel's instantiations). Fails with a
+ * one-line reason (a kernel that calls host code, a template never
+ * instantiated, ...). */
+int ks_slice_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
+                    const ks_kernel *k, const char *instances, ks_arena *arena, ks_slice *out);
+
+/* The kernel that `name` designates in `scan`: a qualified or plain name, or
+ * a signature ("fill(float *, float, int)") to pick one overload. Fails with
+ * a message listing the candidates when it is ambiguous or unknown. */
+int ks_scan_lookup(ks_ctx *ctx, const ks_scan *scan, const char *name, const ks_kernel **out);
+
+#endif

@@ -1,0 +1,50 @@
+/* ks_specs: finding, parsing and resolving a kernel's spec (ks_spec.h;
+ * syntax in docs/spec.md).
+ *
+ * A spec is an annotation comment right above the kernel or one of its
+ * launch sites:
+ *     / * kernelsmith: ... * /   or a run of "// kernelsmith: ..." lines
+ * or a section "kernel NAME" of a sidecar file: SOURCE.kspec beside the
+ * kernel's source, or kernelsmith.kspec in its directory or a parent up to the
+ * scan's root. Errors name the file, the line and the field:
+ *     saxpy.cu:12: buffer 'x': unknown distribution 'gauss'
+ *
+ * Ownership: everything is allocated in the arena the caller passes. */
+#ifndef KS_SPECS_H
+#define KS_SPECS_H
+
+#include "ks_alloc.h"
+#include "ks_ctx.h"
+#include "ks_scan.h"
+#include "ks_spec.h"
+
+/* 0: found and parsed; 1: the kernel has no spec (no error recorded);
+ * -1: a spec exists but is malformed (ks_fail with file:line: field: ...). */
+int ks_spec_find(ks_ctx *ctx, const ks_scan *scan, const ks_kernel *k, ks_arena *arena,
+                 ks_spec *out);
+
+/* Parses spec text (the lines after "kernelsmith:", comment markers already
+ * removed or not) that starts at `line` of `file`. */
+int ks_spec_parse(ks_ctx *ctx, const char *file, unsigned line, const char *text,
+                  ks_arena *arena, ks_spec *out);
+
+/* Checks a spec against its kernel: every pointer parameter has a buffer,
+ * every scalar a value, types known; fails naming the field. */
+int ks_spec_check(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k);
+
+/* Evaluates size set `size` of `spec` for kernel `k`: buffer lengths,
+ * scalar values, distributions and the launch configuration (the spec's, or
+ * the launch site's when `site` is given and its expressions evaluate over
+ * the kernel's arguments and macros). */
+int ks_spec_resolve(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, const ks_launch *site,
+                    size_t size, ks_arena *arena, ks_workload *out);
+
+/* Evaluates a variant's launch policy for one workload: names available are
+ * the scalar parameters, each buffer's length as len_<param>, and the
+ * original launch as grid_x, grid_y, grid_z, block_x, block_y, block_z,
+ * smem. Also checks its `requires` guards: *guards_hold is false when one
+ * does not hold (that size set then runs the original only). */
+int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
+                       const ks_workload *work, ks_launch_cfg *out, bool *guards_hold);
+
+#endif
