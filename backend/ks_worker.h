@@ -118,6 +118,10 @@ typedef struct ks_seed_check {
   const char *canary_buffer;     /* a buffer whose guard zone was written, or
                                     NULL */
   bool canary_before;            /* below the buffer (else after it) */
+  const char *base_canary_buffer; /* the original itself wrote outside a
+                                    buffer (a spec whose lengths are too
+                                    short?), or NULL */
+  bool base_canary_before;
   const char *changed_input;     /* an input buffer the candidate modified
                                     though the original leaves it alone, or NULL */
 } ks_seed_check;

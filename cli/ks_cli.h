@@ -21,7 +21,11 @@ typedef struct ks_command {
 } ks_command;
 
 extern const ks_command ks_cmd_scan;
+extern const ks_command ks_cmd_extract;
 extern const ks_command ks_cmd_doctor;
+extern const ks_command ks_cmd_check;
+extern const ks_command ks_cmd_bench;
+extern const ks_command ks_cmd_spec;
 
 /* Prints "<prog> <cmd>: <message>" and a hint to use --help; returns
  * KS_EXIT_USAGE. */

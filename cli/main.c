@@ -10,7 +10,11 @@
 
 static const ks_command *const commands[] = {
     &ks_cmd_scan,
+    &ks_cmd_extract,
     &ks_cmd_doctor,
+    &ks_cmd_spec,
+    &ks_cmd_check,
+    &ks_cmd_bench,
 };
 
 static const char program_help[] =

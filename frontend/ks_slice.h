@@ -27,6 +27,10 @@ typedef struct ks_slice {
   ks_strings includes;           /* toolkit headers it #includes */
   ks_strings dependencies;       /* qualified names of what it pulled in, in
                                     order, for reports and tests */
+  ks_strings options;            /* NVRTC options the unit needs besides the
+                                    architecture and standard: "-rdc=true"
+                                    when device code launches kernels */
+  const char *file;              /* the file that was re-parsed */
 } ks_slice;
 
 /* Slices `k`, found by `scan` (run with `opts`): re-parses the file that

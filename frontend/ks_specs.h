@@ -28,6 +28,11 @@ int ks_spec_find(ks_ctx *ctx, const ks_scan *scan, const ks_kernel *k, ks_arena 
 int ks_spec_parse(ks_ctx *ctx, const char *file, unsigned line, const char *text,
                   ks_arena *arena, ks_spec *out);
 
+/* Whether `name` (a sidecar's "kernel NAME", or a user's) designates
+ * kernel `k`: its qualified name, its plain name, or its signature (spacing
+ * ignored; the qualification may be left out). */
+bool ks_spec_names_kernel(const char *name, const ks_kernel *k);
+
 /* Checks a spec against its kernel: every pointer parameter has a buffer,
  * every scalar a value, types known; fails naming the field. */
 int ks_spec_check(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k);
@@ -39,11 +44,21 @@ int ks_spec_check(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k);
 int ks_spec_resolve(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, const ks_launch *site,
                     size_t size, ks_arena *arena, ks_workload *out);
 
+/* The template arguments a template kernel is run with under `spec`
+ * ("float, 256": the spec's `instance`, defaults filled in, or the kernel's
+ * one instantiation at its launch sites); NULL for a kernel that is not a
+ * template, or with ks_fail when they cannot be told. */
+const char *ks_spec_instance(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k,
+                             ks_arena *arena);
+
 /* Evaluates a variant's launch policy for one workload: names available are
  * the scalar parameters, each buffer's length as len_<param>, and the
  * original launch as grid_x, grid_y, grid_z, block_x, block_y, block_z,
  * smem. Also checks its `requires` guards: *guards_hold is false when one
- * does not hold (that size set then runs the original only). */
+ * does not hold (that size set then runs the original only). A guard may
+ * use aligned(p, N) (or ks_aligned) for a pointer parameter p: the judge
+ * allocates every buffer 256-byte aligned, so it holds exactly when N is a
+ * power of two no larger than 256. */
 int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
                        const ks_workload *work, ks_launch_cfg *out, bool *guards_hold);
 

@@ -13,7 +13,11 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/clang"
 bins=($build/cli/kernelsmith-cc $build/tests/test_support $build/tests/test_scan
-      $build/tests/test_flags $build/tests/test_backend $build/tests/test_gpu_driver)
+      $build/tests/test_flags $build/tests/test_backend $build/tests/test_gpu_driver
+      $build/backend/kernelsmith-worker $build/tests/test_wire $build/tests/test_worker_gpu
+      $build/tests/test_compile $build/tests/test_expr $build/tests/test_spec
+      $build/bench/compile/compile_bench)
+[ -x $build/tests/test_slice ] && bins+=($build/tests/test_slice)
 cp "${bins[@]}" "$stage/bin/"
 
 # Every library the binaries load, except the C runtime and the CUDA toolkit's

@@ -29,10 +29,19 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 step doctor $ks/bin/kernelsmith-cc doctor
 $ks/bin/kernelsmith-cc doctor --json >"$out/doctor.json" 2>/dev/null
 step gpu_driver $ks/bin/test_gpu_driver
+step worker_gpu $ks/bin/test_worker_gpu   # finds kernelsmith-worker beside itself
+step wire $ks/bin/test_wire
 step backend $ks/bin/test_backend
 step support $ks/bin/test_support
 step flags $ks/bin/test_flags
 step scan_tests $ks/bin/test_scan
+step compile_tests $ks/bin/test_compile
+step expr_tests $ks/bin/test_expr
+step spec_tests $ks/bin/test_spec
+[ -x $ks/bin/test_slice ] && step slice_tests $ks/bin/test_slice
+step hacks tests/hacks.sh $ks/bin/kernelsmith-cc testdata tests/fixtures
+step judge_bench env KS_BIN=$ks/bin/kernelsmith-cc KS_COMPILE_BENCH=$ks/bin/compile_bench \
+  KS_RESULTS="$out" bench/judge/run.sh
 step scan_apps $ks/bin/kernelsmith-cc scan --long testdata/apps
 step build_apps make -C testdata/apps -j"$(nproc)"
 
@@ -78,7 +87,9 @@ PY
 echo
 echo "GPU: $(cat "$out/gpu.txt")"
 printf '%s\n' "${results[@]}" | tee "$out/summary.txt"
+echo; tail -22 "$out/hacks.log" 2>/dev/null; echo; tail -8 "$out/judge_bench.log" 2>/dev/null
 # One archive, so that every log comes back from a machine that returns few files.
 tar -C "$out" -czf "$dest/logs.tgz" .
 cp "$out/summary.txt" "$out/apps.txt" "$out/apps.json" "$out/doctor.json" "$dest/"
+cp "$out"/judge-*.json "$dest/" 2>/dev/null
 ! grep -q "FAIL\|NOT BUILT" "$out/summary.txt"

@@ -36,6 +36,10 @@ typedef struct ks_expr_env {
 } ks_expr_env;
 
 int ks_expr_eval(ks_ctx *ctx, const char *text, const ks_expr_env *env, ks_value *out);
+/* Syntax only: names need no binding and nothing is computed, but
+ * functions, types and the grammar are checked (a spec's expressions are
+ * checked this way when it is parsed, before any size is known). */
+int ks_expr_check(ks_ctx *ctx, const char *text);
 /* The value as a non-negative integer that fits `max`; fails otherwise
  * (a float with a fraction, a negative count). */
 int ks_expr_eval_count(ks_ctx *ctx, const char *text, const ks_expr_env *env,

@@ -7,6 +7,14 @@
 #define BLOCK_SIZE 256
 #define GELU_SCALING_FACTOR 0.7978845608028654f  // sqrt(2 / pi)
 
+// kernelsmith:
+//   size timed: n = 1 << 26
+//   size small: n = 1000
+//   size odd:   n = 12345
+//   size one:   n = 1
+//   in  inp[n] uniform(-5, 5)
+//   # tanhf is accurate to a few ulp; atol covers 1 + tanh(z) ~ 0 for x << 0
+//   out out[n] tol(atol = 1e-5, rtol = 1e-5)
 __global__ void gelu_forward_kernel(float* __restrict__ out, const float* __restrict__ inp, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {

@@ -4,6 +4,17 @@
 // Usage: ./gemv [rows] [cols]
 #include "../common/app_util.h"
 
+/* kernelsmith:
+ *   size timed: rows = 32768, cols = 2048
+ *   size small: rows = 1000, cols = 64
+ *   size odd:   rows = 1000, cols = 37
+ *   size one:   rows = 1, cols = 1
+ *   in  A[rows * cols] uniform(-1, 1)
+ *   in  x[cols] uniform(-1, 1)
+ *   out y[rows] tol(atol = 1e-3, rtol = 1e-4)   # sequential float dot products of cols terms
+ *   launch grid = ceil_div(rows, 128), block = 128
+ *   flops 2 * rows * cols
+ */
 template <typename T>
 __global__ void gemv_kernel(const T* A, const T* x, T* y, int rows, int cols) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;

@@ -6,6 +6,15 @@
 #define NUM_BINS 256
 #define BLOCK_SIZE 256
 
+/* kernelsmith:
+ *   size timed: n = 1 << 28
+ *   size small: n = 1000
+ *   size odd:   n = 12345
+ *   size one:   n = 1
+ *   in    data[n] int(0, 255)
+ *   inout bins[256] const(0)   # the kernel accumulates: callers zero the bins first
+ *   launch grid = ceil_div(n, 256), block = 256
+ */
 __global__ void histogram_kernel(const unsigned char* data, unsigned int* bins, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) atomicAdd(&bins[data[i]], 1u);

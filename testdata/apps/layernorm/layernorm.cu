@@ -4,6 +4,21 @@
 // Usage: ./layernorm [rows] [cols]
 #include "../common/app_util.h"
 
+/* kernelsmith:
+ *   size timed: rows = 65536, cols = 1024
+ *   size small: rows = 1000, cols = 64
+ *   size odd:   rows = 333, cols = 37
+ *   size one:   rows = 1, cols = 1
+ *   scalar eps = 1e-5
+ *   in  inp[rows * cols] uniform(-2, 3)
+ *   in  weight[cols] uniform(0.5, 1.5)
+ *   in  bias[cols] uniform(-0.5, 0.5)
+ *   # sequential float sums over a row: the error grows with cols
+ *   out out[rows * cols] tol(atol = 1e-4, rtol = 1e-4)
+ *   out mean[rows] tol(atol = 1e-5, rtol = 1e-4)
+ *   out rstd[rows] tol(atol = 1e-5, rtol = 1e-4)
+ *   launch grid = ceil_div(rows, 128), block = 128
+ */
 __global__ void layernorm_forward_kernel(float* __restrict__ out, float* __restrict__ mean,
                                          float* __restrict__ rstd, const float* __restrict__ inp,
                                          const float* __restrict__ weight,

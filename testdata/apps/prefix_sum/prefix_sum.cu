@@ -26,6 +26,16 @@ __device__ void block_inclusive_scan(int* buf) {
     }
 }
 
+/* kernelsmith:
+ *   size timed: n = 1 << 26
+ *   size small: n = 1000
+ *   size odd:   n = 12345
+ *   size one:   n = 1
+ *   in  in[n] int(-3, 7)
+ *   out out[n]
+ *   out block_sums[ceil_div(n, 512)]   # one chunk total per block
+ *   launch grid = ceil_div(n, 512), block = 512, smem = 512 * sizeof(int)
+ */
 __global__ void scan_blocks_kernel(const int* in, int* out, int* block_sums, int n) {
     extern __shared__ int buf[];  // blockDim.x ints
     int tid = threadIdx.x;
@@ -37,6 +47,13 @@ __global__ void scan_blocks_kernel(const int* in, int* out, int* block_sums, int
     if (tid == blockDim.x - 1) block_sums[blockIdx.x] = buf[tid];
 }
 
+/* kernelsmith:
+ *   size timed: num_blocks = 131072   # the chunk totals of n = 1 << 26
+ *   size small: num_blocks = 1000
+ *   size odd:   num_blocks = 12345
+ *   size one:   num_blocks = 1
+ *   inout block_sums[num_blocks] int(-1536, 3584)   # totals of 512 values in -3..7
+ */
 __global__ void scan_block_sums_kernel(int* block_sums, int num_blocks) {
     extern __shared__ int buf[];  // blockDim.x ints
     int tid = threadIdx.x;
@@ -52,6 +69,16 @@ __global__ void scan_block_sums_kernel(int* block_sums, int num_blocks) {
     }
 }
 
+/* kernelsmith:
+ *   size timed: n = 1 << 26
+ *   size small: n = 1000
+ *   size odd:   n = 12345
+ *   size one:   n = 1
+ *   inout out[n] int(-1000, 1000)
+ *   in    scanned_block_sums[ceil_div(n, 512)] int(-100000, 100000)
+ *   # block b adds the total of chunks 0 .. b-1: the chunk is the 512-thread block
+ *   launch grid = ceil_div(n, 512), block = 512
+ */
 __global__ void add_block_offsets_kernel(int* out, const int* scanned_block_sums, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (blockIdx.x > 0 && i < n) out[i] += scanned_block_sums[blockIdx.x - 1];

@@ -6,6 +6,19 @@
 
 #include <climits>
 
+/* kernelsmith:
+ *   size timed: n = 1 << 26
+ *   size small: n = 1000
+ *   size odd:   n = 12345
+ *   size one:   n = 1
+ *   # Float atomics fold the n / 256 block partials in an unspecified order, so
+ *   # the rounding error grows with the magnitude summed: the tolerance is
+ *   # relative, and the inputs lean positive (mean 0.25) so that the sum cannot
+ *   # cancel to ~0 and make a relative tolerance meaningless.
+ *   in    input[n] uniform(-0.5, 1)
+ *   inout result[1] const(0) tol(atol = 1e-5, rtol = 2e-4)   # callers zero it
+ *   launch grid = ceil_div(n, blockSize), block = blockSize
+ */
 template <unsigned int blockSize>
 __global__ void reduce_sum_kernel(const float* input, float* result, int n) {
     __shared__ float partial[blockSize];

@@ -4,6 +4,16 @@
 
 #include <climits>
 
+/* kernelsmith:
+ *   size timed: n = 1 << 26
+ *   size small: n = 1000
+ *   size odd:   n = 12345
+ *   size one:   n = 1
+ *   scalar a = 2.5
+ *   in    x[n] uniform(-1, 1)
+ *   inout y[n] uniform(-1, 1) tol(atol = 1e-6, rtol = 1e-6)   # one rounding per element
+ *   flops 2 * n
+ */
 __global__ void saxpy_kernel(int n, float a, float* x, float* y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];

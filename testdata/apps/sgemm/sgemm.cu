@@ -4,6 +4,18 @@
 // Usage: ./sgemm [n]  (M = N = K = n)   or   ./sgemm M N K
 #include "../common/app_util.h"
 
+/* kernelsmith:
+ *   size timed: M = 2048, N = 2048, K = 2048
+ *   size small: M = 128, N = 128, K = 128
+ *   size odd:   M = 100, N = 37, K = 53
+ *   size one:   M = 1, N = 1, K = 1
+ *   scalar alpha = 1.25, beta = 0.75
+ *   in    A[M * K] uniform(-1, 1)
+ *   in    B[K * N] uniform(-1, 1)
+ *   inout C[M * N] uniform(-1, 1) tol(atol = 1e-3, rtol = 1e-4)   # float sums of K terms
+ *   launch grid = dim3(ceil_div(N, 16), ceil_div(M, 16)), block = dim3(16, 16)
+ *   flops 2 * M * N * K
+ */
 __global__ void sgemm_naive_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
                                    const float* __restrict__ B, float beta,
                                    float* __restrict__ C) {

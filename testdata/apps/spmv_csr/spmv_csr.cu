@@ -4,6 +4,19 @@
 // Usage: ./spmv_csr [rows]
 #include "../common/app_util.h"
 
+/* kernelsmith:
+ *   size timed: num_rows = 1 << 21, nnz = 16 * num_rows
+ *   size small: num_rows = 1000, nnz = 16000
+ *   size odd:   num_rows = 12345, nnz = 7 * 12345
+ *   size one:   num_rows = 1, nnz = 1
+ *   in  row_ptr[num_rows + 1] sorted_int(0, nnz)   # CSR offsets: 0 first, nnz last
+ *   in  col_idx[nnz] int(0, num_rows - 1)          # columns in range (the matrix is square)
+ *   in  values[nnz] uniform(-1, 1)
+ *   in  x[num_rows] uniform(-1, 1)
+ *   # random offsets make rows of up to a few hundred nonzeros (16 on average)
+ *   out y[num_rows] tol(atol = 1e-4, rtol = 1e-5)
+ *   flops 2 * nnz
+ */
 __global__ void spmv_csr_kernel(int num_rows, const int* __restrict__ row_ptr,
                                 const int* __restrict__ col_idx,
                                 const float* __restrict__ values, const float* __restrict__ x,

@@ -7,6 +7,16 @@
 #define BLOCK_X 32
 #define BLOCK_Y 8
 
+/* kernelsmith:
+ *   size timed: nx = 8192, ny = 8192
+ *   size small: nx = 64, ny = 16
+ *   size odd:   nx = 1000, ny = 37
+ *   size one:   nx = 1, ny = 1
+ *   in  in[nx * ny] uniform(-1, 1)
+ *   out out[nx * ny] tol(atol = 1e-6, rtol = 1e-5)   # three float additions of values in [-1, 1]
+ *   launch grid = dim3(ceil_div(nx, 32), ceil_div(ny, 8)), block = dim3(32, 8)
+ *   flops 4 * nx * ny
+ */
 __global__ void jacobi5_kernel(const float* in, float* out, int nx, int ny) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;

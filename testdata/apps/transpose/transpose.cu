@@ -4,6 +4,14 @@
 // Usage: ./transpose [rows] [cols]   (one argument: square matrix)
 #include "../common/app_util.h"
 
+// kernelsmith:
+//   size timed: rows = 8192, cols = 8192
+//   size small: rows = 64, cols = 48
+//   size odd:   rows = 1000, cols = 37
+//   size one:   rows = 1, cols = 1
+//   in  in[rows * cols] uniform(-100, 100)
+//   out out[rows * cols] tol(atol = 0, rtol = 0)   # pure data movement: bit-exact
+//   launch grid = dim3(ceil_div(cols, 32), ceil_div(rows, 8)), block = dim3(32, 8)
 __global__ void transpose_naive_kernel(float* out, const float* in, int rows, int cols) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;

@@ -1,0 +1,464 @@
+/* The judge: compile, verify on every size set with fresh seeds, time on the
+ * timed size, decide. See ks_judge.h and docs/judge.md. */
+#include "ks_judge.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ks_buf.h"
+#include "ks_fs.h"
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+const char *ks_verdict_name(ks_verdict v) {
+  static const char *const names[] = {"FAST",       "SAME",         "SLOW",    "WRONG",
+                                      "SUSPICIOUS", "REFUSED",      "COMPILE_ERROR",
+                                      "CRASH",      "TIMEOUT",      "INAPPLICABLE",
+                                      "BASELINE"};
+  return (size_t)v < sizeof names / sizeof *names ? names[v] : "?";
+}
+
+/* ---- ceilings, measured once per device and cached ------------------------ */
+
+static char *ceilings_path(const ks_device_info *d) {
+  const char *base = getenv("XDG_CACHE_HOME");
+  const char *home = getenv("HOME");
+  char dir[4096];
+  if (base && *base)
+    snprintf(dir, sizeof dir, "%s/kernelsmith-cc", base);
+  else if (home && *home)
+    snprintf(dir, sizeof dir, "%s/.cache/kernelsmith-cc", home);
+  else
+    return NULL;
+  char name[256];
+  snprintf(name, sizeof name, "ceilings-%s-%d.txt", *d->uuid ? d->uuid : d->pci_bus_id,
+           d->driver_version);
+  for (char *p = name; *p; p++)
+    if (*p == '/' || *p == ' ')
+      *p = '_';
+  return ks_path_join(dir, name);
+}
+
+static bool load_ceilings(const ks_device_info *d, ks_ceilings *out) {
+  char *path = ceilings_path(d);
+  FILE *f = path ? fopen(path, "r") : NULL;
+  bool ok = f &&
+            fscanf(f, "bandwidth %lf flops_fp32 %lf", &out->bandwidth, &out->flops_fp32) == 2 &&
+            out->bandwidth > 0 && out->flops_fp32 > 0;
+  if (f)
+    fclose(f);
+  free(path);
+  return ok;
+}
+
+static void store_ceilings(const ks_device_info *d, const ks_ceilings *c) {
+  char *path = ceilings_path(d);
+  if (!path)
+    return;
+  char *dir = ks_path_dirname(path);
+  char *parent = ks_path_dirname(dir);
+  (void)mkdir(parent, 0755);
+  (void)mkdir(dir, 0755);
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (f) {
+    fprintf(f, "bandwidth %.6e\nflops_fp32 %.6e\n", c->bandwidth, c->flops_fp32);
+    if (fclose(f) == 0 && rename(tmp, path) == 0)
+      f = NULL;
+    remove(tmp);
+  }
+  free(parent);
+  free(dir);
+  free(path);
+}
+
+static int measure_ceilings(ks_ctx *ctx, ks_judge *j) {
+  if (load_ceilings(&j->device, &j->ceilings)) {
+    j->have_ceilings = true;
+    return 0;
+  }
+  ks_arena arena = KS_ARENA_INIT;
+  static const char *const names[] = {"ks_copy", "ks_fma"};
+  ks_compile_unit unit = {.name = "ks_ceilings.cu",
+                          .source = ks_ceiling_kernels,
+                          .name_expressions = names,
+                          .nnames = 2};
+  ks_compile_result r;
+  int rc = ks_compile(ctx, &j->compiler, &unit, 1, &arena, &r);
+  if (!rc && r.status != KS_COMPILE_OK)
+    rc = ks_fail(ctx, "cannot compile the ceiling kernels: %s", r.reason);
+  if (!rc) {
+    ks_module copy = {r.cubin, r.cubin_size, r.lowered[0]};
+    ks_module fma = {r.cubin, r.cubin_size, r.lowered[1]};
+    rc = ks_worker_ceilings(ctx, j->worker, &copy, &fma, &j->ceilings);
+  }
+  if (!rc) {
+    j->have_ceilings = true;
+    store_ceilings(&j->device, &j->ceilings);
+  }
+  ks_arena_release(&arena);
+  return rc;
+}
+
+/* ---- opening ---------------------------------------------------------------- */
+
+int ks_judge_open(ks_ctx *ctx, ks_judge *j, const ks_judge_options *opts) {
+  memset(j, 0, sizeof *j);
+  j->opts = *opts;
+  if (!j->opts.seed)
+    j->opts.seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32);
+  if (!j->opts.min_effect)
+    j->opts.min_effect = 0.01;
+  ks_worker_options wo = {.device = opts->device, .timeout_ms = opts->timeout_ms};
+  if (ks_worker_start(ctx, &wo, &j->worker))
+    return -1;
+  if (ks_worker_hello(ctx, j->worker, &j->device))
+    goto fail;
+  char arch[16];
+  if (opts->arch)
+    snprintf(arch, sizeof arch, "%s", opts->arch);
+  else
+    snprintf(arch, sizeof arch, "sm_%d%d", j->device.cc_major, j->device.cc_minor);
+  if (ks_compiler_init(ctx, &j->compiler, arch, opts->cache_dir))
+    goto fail;
+  if (measure_ceilings(ctx, j)) {
+    /* The verdicts still stand without ceilings; only the roofline report
+     * and the physical-floor check need them. */
+    ks_warn(ctx, "device ceilings not measured: %s", ctx->error);
+  }
+  return 0;
+fail:
+  ks_worker_stop(j->worker);
+  j->worker = NULL;
+  return -1;
+}
+
+void ks_judge_close(ks_judge *j) {
+  if (j->worker)
+    ks_worker_stop(j->worker);
+  ks_compiler_release(&j->compiler);
+  memset(j, 0, sizeof *j);
+}
+
+int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
+  ks_compile_unit unit = {.name = ks_arena_printf(arena, "%s.cu", s->kernel),
+                          .source = s->slice_source,
+                          .name_expressions = &s->name_expression,
+                          .nnames = 1};
+  ks_compile_result r;
+  if (ks_compile(ctx, &j->compiler, &unit, 1, arena, &r))
+    return -1;
+  if (r.status != KS_COMPILE_OK)
+    return ks_fail(ctx, "the original kernel does not compile with NVRTC: %s", r.reason);
+  s->base = (ks_module){r.cubin, r.cubin_size, r.lowered[0]};
+  return 0;
+}
+
+/* ---- verdict helpers ---------------------------------------------------------- */
+
+static size_t timed_index(const ks_subject *s) {
+  for (size_t i = 0; i < s->nworkloads; i++)
+    if (s->workloads[i].timed)
+      return i;
+  return 0;
+}
+
+static unsigned long long mix(unsigned long long a, unsigned long long b) {
+  unsigned long long z = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  return z ^ (z >> 27);
+}
+
+static const char *fmt_value(ks_arena *a, double v) { return ks_arena_printf(a, "%.9g", v); }
+
+/* The first thing a seed's checks say is wrong, or NULL. */
+static const char *seed_problem(ks_arena *a, const ks_seed_check *sc, const char *size) {
+  if (sc->canary_buffer)
+    return ks_arena_printf(a, "writes out of bounds: %s buffer '%s' (guard zone changed; size "
+                              "'%s')",
+                           sc->canary_before ? "before" : "past the end of", sc->canary_buffer,
+                           size);
+  if (sc->changed_input)
+    return ks_arena_printf(a, "modifies its input '%s', which the original leaves alone "
+                              "(size '%s')",
+                           sc->changed_input, size);
+  for (size_t i = 0; i < sc->outputs.len; i++) {
+    const ks_output_check *o = &sc->outputs.items[i];
+    if (o->unwritten)
+      return ks_arena_printf(a, "output '%s' not written at %llu of %llu elements (still the "
+                                "NaN poison; first at index %lld; size '%s')",
+                             o->buffer, o->unwritten, o->count, o->first_mismatch, size);
+    if (o->mismatches)
+      return ks_arena_printf(a, "output '%s' differs at %llu of %llu elements; first at index "
+                                "%lld: expected %s, got %s (max abs error %.3g, max rel error "
+                                "%.3g; size '%s', seed %llu)",
+                             o->buffer, o->mismatches, o->count, o->first_mismatch,
+                             fmt_value(a, o->expected), fmt_value(a, o->got), o->max_abs_error,
+                             o->max_rel_error, size, sc->seed);
+  }
+  if (sc->race)
+    return ks_arena_printf(a, "a race: a second run with another sentinel gave a different "
+                              "'%s' (size '%s')",
+                           sc->race_buffer ? sc->race_buffer : "output", size);
+  return NULL;
+}
+
+static ks_verdict status_verdict(ks_run_status st) {
+  return st == KS_RUN_TIMEOUT ? KS_VERDICT_TIMEOUT : KS_VERDICT_CRASH;
+}
+
+static void fill_errors(ks_eval *e, const ks_seed_check *sc) {
+  for (size_t i = 0; i < sc->outputs.len; i++) {
+    if (sc->outputs.items[i].max_abs_error > e->max_abs_error)
+      e->max_abs_error = sc->outputs.items[i].max_abs_error;
+    if (sc->outputs.items[i].max_rel_error > e->max_rel_error)
+      e->max_rel_error = sc->outputs.items[i].max_rel_error;
+  }
+}
+
+static void timing_report(ks_judge *j, const ks_workload *w, const ks_run_result *r, ks_eval *e) {
+  const ks_timing *t = &r->timing;
+  e->timed = true;
+  e->base_samples = (unsigned)t->base_ms.len;
+  e->cand_samples = (unsigned)t->cand_ms.len;
+  e->dropped_low_clock = t->dropped_low_clock;
+  e->sm_clock_min_mhz = t->sm_clock_min_mhz;
+  e->sm_clock_max_mhz = t->sm_clock_max_mhz;
+  e->timing_seconds = t->seconds;
+  e->base_median_ms = ks_stats_median(t->base_ms.items, t->base_ms.len);
+  e->base_iqr_ms = ks_stats_iqr(t->base_ms.items, t->base_ms.len);
+  e->base_rsd = ks_stats_rsd(t->base_ms.items, t->base_ms.len);
+  e->bytes_min = w->bytes_min;
+  e->flops = w->flops;
+  if (e->base_median_ms > 0) {
+    e->base_bandwidth = (double)w->bytes_min / (e->base_median_ms / 1e3);
+    e->base_flop_rate = w->flops / (e->base_median_ms / 1e3);
+  }
+  if (j->have_ceilings) {
+    e->floor_ms = (double)w->bytes_min / j->ceilings.bandwidth * 1e3;
+    e->base_bw_fraction = e->base_bandwidth / j->ceilings.bandwidth;
+  }
+  if (!t->cand_ms.len)
+    return;
+  e->cand_median_ms = ks_stats_median(t->cand_ms.items, t->cand_ms.len);
+  e->cand_iqr_ms = ks_stats_iqr(t->cand_ms.items, t->cand_ms.len);
+  e->cand_rsd = ks_stats_rsd(t->cand_ms.items, t->cand_ms.len);
+  e->speedup = e->base_median_ms / e->cand_median_ms;
+  ks_stats_ratio_interval(t->base_ms.items, t->base_ms.len, t->cand_ms.items, t->cand_ms.len,
+                          j->opts.seed, &e->speedup_low, &e->speedup_high);
+  if (e->cand_median_ms > 0) {
+    e->cand_bandwidth = (double)w->bytes_min / (e->cand_median_ms / 1e3);
+    e->cand_flop_rate = w->flops / (e->cand_median_ms / 1e3);
+  }
+  if (j->have_ceilings) {
+    e->cand_bw_fraction = e->cand_bandwidth / j->ceilings.bandwidth;
+    e->cand_flop_fraction = e->cand_flop_rate / j->ceilings.flops_fp32;
+  }
+}
+
+/* FAST, SAME or SLOW from the interval; SUSPICIOUS below the floor. */
+static void decide(ks_judge *j, ks_arena *a, ks_eval *e) {
+  /* Below 85% of the time the bytes it must move take at the measured
+   * bandwidth, when the original is not: it skipped work the check could
+   * not see, or the spec understates the data. */
+  if (e->floor_ms > 0 && e->cand_median_ms < 0.85 * e->floor_ms &&
+      e->base_median_ms >= 0.85 * e->floor_ms) {
+    e->verdict = KS_VERDICT_SUSPICIOUS;
+    e->reason = ks_arena_printf(a, "%.4f ms is below the physical floor of %.4f ms (%llu bytes "
+                                   "at the measured %.0f GB/s)",
+                                e->cand_median_ms, e->floor_ms, e->bytes_min,
+                                j->ceilings.bandwidth / 1e9);
+    return;
+  }
+  double lo = e->speedup_low, hi = e->speedup_high, m = j->opts.min_effect;
+  if (lo > 1 + m)
+    e->verdict = KS_VERDICT_FAST;
+  else if (hi < 1 / (1 + m))
+    e->verdict = KS_VERDICT_SLOW;
+  else
+    e->verdict = KS_VERDICT_SAME;
+  e->reason = ks_arena_printf(a, "%.3fx (95%% interval %.3f-%.3f): %.4f ms -> %.4f ms", e->speedup,
+                              lo, hi, e->base_median_ms, e->cand_median_ms);
+}
+
+/* ---- one evaluation ---------------------------------------------------------- */
+
+static int run(ks_ctx *ctx, ks_judge *j, const ks_run_request *req, ks_arena *a, ks_run_result *r) {
+  memset(r, 0, sizeof *r);
+  return ks_worker_run(ctx, j->worker, req, a, r);
+}
+
+static void set_timing_defaults(ks_timing_options *t) {
+  if (!t->min_samples)
+    t->min_samples = 10;
+  if (!t->max_samples)
+    t->max_samples = 200;
+  if (!t->target_rsd)
+    t->target_rsd = 0.005;
+  if (!t->max_seconds)
+    t->max_seconds = 5;
+  if (!t->warmup)
+    t->warmup = 3;
+  if (!t->min_clock_fraction)
+    t->min_clock_fraction = 0.75;
+}
+
+int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c,
+                  ks_arena *a, ks_eval *e) {
+  memset(e, 0, sizeof *e);
+  double t0 = now_s();
+  size_t timed = timed_index(s);
+  unsigned nseeds = j->opts.seeds ? j->opts.seeds : 3;
+  ks_timing_options timing = j->opts.timing;
+  set_timing_defaults(&timing);
+  ks_module cand = {0};
+
+  if (c) {
+    /* Compile the variant beside the original's unit, so it can use the
+     * same helpers and types. */
+    const char *source =
+        ks_arena_printf(a, "%s\n// ---- variant ----\n#line 1 \"%s\"\n%s\n", s->slice_source,
+                        c->variant->file ? c->variant->file : "variant.cu", c->variant->source);
+    ks_compile_unit unit = {.name = ks_arena_printf(a, "%s.variant.cu", s->kernel),
+                            .source = source,
+                            .name_expressions = &c->name_expression,
+                            .nnames = 1,
+                            .candidate = c->variant->source};
+    ks_compile_result cr;
+    if (ks_compile(ctx, &j->compiler, &unit, 1, a, &cr))
+      return -1;
+    e->compile_log = cr.log;
+    e->compile_ms = cr.ms;
+    e->compile_cached = cr.cached;
+    if (cr.status != KS_COMPILE_OK) {
+      e->verdict = cr.status == KS_COMPILE_REFUSED ? KS_VERDICT_REFUSED : KS_VERDICT_COMPILE_ERROR;
+      e->reason = cr.reason;
+      goto out;
+    }
+    cand = (ks_module){cr.cubin, cr.cubin_size, cr.lowered[0]};
+
+    /* Guards: the variant must run on the timed size and be checkable on
+     * at least one other size, or a variant special-cased to the timed size
+     * could pass. */
+    if (!c->guards_hold[timed]) {
+      e->verdict = KS_VERDICT_INAPPLICABLE;
+      e->reason = ks_arena_printf(a, "its requires guards exclude the timed size '%s'",
+                                  s->workloads[timed].size_name);
+      goto out;
+    }
+    size_t other = 0;
+    for (size_t i = 0; i < s->nworkloads; i++)
+      other += i != timed && c->guards_hold[i];
+    if (s->nworkloads > 1 && !other) {
+      e->verdict = KS_VERDICT_INAPPLICABLE;
+      e->reason = "its requires guards hold only on the timed size, so it cannot be checked on "
+                  "any other size";
+      goto out;
+    }
+
+    /* Verification: every size set its guards allow, several fresh seeds. */
+    for (size_t i = 0; i < s->nworkloads; i++) {
+      ks_size_report *sr = ks_array_push(a, &e->sizes);
+      sr->size = s->workloads[i].size_name;
+      sr->timed = s->workloads[i].timed;
+      sr->guards_hold = c->guards_hold[i];
+      sr->launch = c->launches[i];
+      if (!sr->guards_hold)
+        continue;
+      unsigned long long *seeds = ks_arena_alloc(a, nseeds * sizeof *seeds);
+      for (unsigned k = 0; k < nseeds; k++)
+        seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);
+      ks_run_request req = {.base = s->base, .cand = cand, .work = &s->workloads[i],
+                            .cand_launch = c->launches[i], .seeds = seeds, .nseeds = nseeds,
+                            .verify = true};
+      ks_run_result vr;
+      if (run(ctx, j, &req, a, &vr))
+        return -1;
+      ks_run_result *rr = &vr;
+      e->base_registers = rr->base_registers;
+      e->cand_registers = rr->cand_registers;
+      e->base_spills = rr->base_spill_bytes;
+      e->cand_spills = rr->cand_spill_bytes;
+      e->base_smem = rr->base_static_smem;
+      e->cand_smem = rr->cand_static_smem;
+      if (rr->status != KS_RUN_OK) {
+        const char *who = !rr->error_kernel ? ""
+                          : !strcmp(rr->error_kernel, "base") ? ", in the original"
+                                                             : ", in the variant";
+        e->verdict = status_verdict(rr->status);
+        e->reason = ks_arena_printf(a, "%s (size '%s'%s)", rr->error ? rr->error : "failed",
+                                    sr->size, who);
+        goto out;
+      }
+      sr->seeds = rr->seeds;
+      for (size_t k = 0; k < rr->seeds.len; k++) {
+        fill_errors(e, &rr->seeds.items[k]);
+        const char *why = seed_problem(a, &rr->seeds.items[k], sr->size);
+        if (why) {
+          e->verdict = KS_VERDICT_WRONG;
+          e->reason = why;
+          goto out;
+        }
+      }
+    }
+  }
+  if (j->opts.no_time) {
+    e->verdict = c ? KS_VERDICT_SAME : KS_VERDICT_BASELINE;
+    e->reason = c ? "verified on every size set; not timed (--no-time)" : "not timed (--no-time)";
+    goto out;
+  }
+
+  /* Timing on the timed size, interleaved, then the last timed output
+   * rechecked on fresh inputs. */
+  ks_run_request req = {.base = s->base, .cand = cand, .work = &s->workloads[timed],
+                        .cand_launch = c ? c->launches[timed] : s->workloads[timed].launch,
+                        .time = true, .timing = timing,
+                        .recheck_seed = mix(j->opts.seed, 0xC0FFEE)};
+  ks_run_result r;
+  if (run(ctx, j, &req, a, &r))
+    return -1;
+  if (!c) {
+    e->base_registers = r.base_registers;
+    e->base_spills = r.base_spill_bytes;
+    e->base_smem = r.base_static_smem;
+  }
+  if (r.status != KS_RUN_OK) {
+    e->verdict = c ? status_verdict(r.status) : KS_VERDICT_CRASH;
+    e->reason = ks_arena_printf(a, "%s (while timing)", r.error ? r.error : "failed");
+    if (!c)
+      return ks_fail(ctx, "the original kernel failed while timing: %s", e->reason);
+    goto out;
+  }
+  timing_report(j, &s->workloads[timed], &r, e);
+  if (!c) {
+    e->verdict = KS_VERDICT_BASELINE;
+    e->reason = ks_arena_printf(a, "%.4f ms (IQR %.4f ms, %u samples)", e->base_median_ms,
+                                e->base_iqr_ms, e->base_samples);
+    goto out;
+  }
+  for (size_t i = 0; i < r.timing.recheck.len; i++) {
+    const ks_output_check *o = &r.timing.recheck.items[i];
+    if (o->mismatches || o->unwritten) {
+      e->verdict = KS_VERDICT_WRONG;
+      e->reason = ks_arena_printf(a, "the output of the last timed run is wrong on fresh inputs "
+                                     "('%s' differs at %llu of %llu elements): it skips work on "
+                                     "later calls or keeps results between them",
+                                  o->buffer, o->mismatches + o->unwritten, o->count);
+      goto out;
+    }
+  }
+  decide(j, a, e);
+out:
+  e->wall_seconds = now_s() - t0;
+  return 0;
+}

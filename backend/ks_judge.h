@@ -1,0 +1,151 @@
+/* ks_judge: one evaluation of a kernel variant, under the protocol users
+ * must be able to trust (docs/judge.md):
+ *
+ *   compile (NVRTC, candidate rules) -> for every size set and several fresh
+ *   seeds: run original and variant on the same inputs, NaN-poisoned outputs,
+ *   a second run with another sentinel, guard zones, input checksums ->
+ *   on the timed size: interleaved timing with L2 flushes, clock filtering,
+ *   the last timed output rechecked on fresh inputs -> verdict.
+ *
+ * Verdicts: FAST, SAME or SLOW when the variant computes the same result and
+ * the difference is (or is not) outside the noise; otherwise a verdict that
+ * says what went wrong, with a one-line reason.
+ *
+ * Ownership: a ks_judge holds the compiler and the worker for a run and is
+ * released with ks_judge_close. Evaluations are allocated in the arena the
+ * caller passes. */
+#ifndef KS_JUDGE_H
+#define KS_JUDGE_H
+
+#include <stdbool.h>
+
+#include "ks_compile.h"
+#include "ks_spec.h"
+#include "ks_worker.h"
+
+typedef enum ks_verdict {
+  KS_VERDICT_FAST,          /* same result, faster beyond the noise */
+  KS_VERDICT_SAME,          /* same result, no difference beyond the noise */
+  KS_VERDICT_SLOW,          /* same result, slower beyond the noise */
+  KS_VERDICT_WRONG,         /* a different result: the reason says how */
+  KS_VERDICT_SUSPICIOUS,    /* faster than the memory system allows */
+  KS_VERDICT_REFUSED,       /* broke a candidate rule; not compiled */
+  KS_VERDICT_COMPILE_ERROR, /* NVRTC rejected it */
+  KS_VERDICT_CRASH,         /* illegal address, trap, launch refused */
+  KS_VERDICT_TIMEOUT,       /* exceeded the wall-clock limit */
+  KS_VERDICT_INAPPLICABLE,  /* its guards exclude the timed size, or every
+                               size it could be checked on */
+  KS_VERDICT_BASELINE,      /* no variant: the original timed alone */
+} ks_verdict;
+
+const char *ks_verdict_name(ks_verdict v); /* "FAST", "WRONG", ... */
+
+typedef struct ks_judge_options {
+  const char *arch;        /* NULL: the device's (sm_XY) */
+  const char *cache_dir;   /* compiled cubins; NULL: none */
+  int device;
+  unsigned seeds;          /* per size set; 0: the spec's, else 3 */
+  unsigned long long seed; /* base of all input seeds (reproducible runs) */
+  bool no_time;            /* verify only */
+  ks_timing_options timing;
+  double min_effect;       /* a speedup below 1 + this is SAME; default 0.01 */
+  unsigned timeout_ms;     /* per worker request; 0: 60 s */
+} ks_judge_options;
+
+typedef struct ks_judge {
+  ks_judge_options opts;
+  ks_compiler compiler;
+  ks_worker *worker;
+  ks_device_info device;
+  ks_ceilings ceilings;    /* measured once per device, cached on disk */
+  bool have_ceilings;
+} ks_judge;
+
+/* Starts the worker and reads the device; measures (or loads) its ceilings.
+ * Fails with one sentence when there is no usable GPU. */
+int ks_judge_open(ks_ctx *ctx, ks_judge *j, const ks_judge_options *opts);
+void ks_judge_close(ks_judge *j);
+
+/* What is judged: the original kernel (its slice), its workloads (the spec
+ * resolved for every size set) and the name expression of the instance. */
+typedef struct ks_subject {
+  const char *kernel;            /* qualified name, for reports */
+  const char *slice_source;      /* from ks_slice_kernel */
+  const char *name_expression;   /* the original's instance */
+  const ks_workload *workloads;  /* one per size set */
+  size_t nworkloads;
+  /* filled by ks_judge_prepare: */
+  ks_module base;
+  int base_registers;
+} ks_subject;
+
+/* Compiles the original. */
+int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena);
+
+/* Per size set, what verification saw. */
+typedef struct ks_size_report {
+  const char *size;       /* size set name */
+  bool timed;
+  bool guards_hold;       /* false: the original alone runs there */
+  ks_launch_cfg launch;   /* the variant's */
+  ks_seed_checks seeds;
+} ks_size_report;
+typedef KS_ARRAY(ks_size_report) ks_size_reports;
+
+typedef struct ks_eval {
+  ks_verdict verdict;
+  const char *reason;          /* one line; for FAST/SAME/SLOW the numbers */
+  /* compile */
+  const char *compile_log;     /* NVRTC's log, for the terminal only */
+  double compile_ms;
+  bool compile_cached;
+  int base_registers, cand_registers, base_spills, cand_spills;
+  int base_smem, cand_smem;
+  /* correctness */
+  ks_size_reports sizes;
+  double max_abs_error, max_rel_error;
+  /* timing, on the timed size */
+  bool timed;
+  unsigned base_samples, cand_samples, dropped_low_clock;
+  double base_median_ms, cand_median_ms;
+  double base_iqr_ms, cand_iqr_ms;
+  double base_rsd, cand_rsd;   /* relative standard deviations */
+  double speedup;              /* base median / cand median */
+  double speedup_low, speedup_high; /* 95% bootstrap interval */
+  double sm_clock_min_mhz, sm_clock_max_mhz;
+  double timing_seconds;
+  /* against the device's ceilings */
+  unsigned long long bytes_min;
+  double floor_ms;             /* bytes_min over the measured bandwidth */
+  double base_bandwidth, cand_bandwidth;     /* bytes/s achieved */
+  double base_bw_fraction, cand_bw_fraction; /* of the measured ceiling */
+  double flops, base_flop_rate, cand_flop_rate, cand_flop_fraction;
+  double wall_seconds;         /* the whole evaluation */
+} ks_eval;
+
+/* A variant ready to judge: its source, the name expression of its kernel,
+ * and for every workload of the subject its launch (the launch policy
+ * evaluated) and whether its `requires` guards hold there. The caller
+ * evaluates those (ks_variant_resolve in the frontend): the judge only runs. */
+typedef struct ks_candidate {
+  const ks_variant *variant;
+  const char *name_expression;   /* "saxpy_v2" or "reduce_v<256>" */
+  const ks_launch_cfg *launches; /* one per workload */
+  const bool *guards_hold;       /* one per workload */
+} ks_candidate;
+
+/* Judges `c` against the original. c == NULL times the original alone
+ * (verdict BASELINE). Returns -1 only when the tool cannot go on; every
+ * failure of the candidate is a verdict. */
+int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c,
+                  ks_arena *arena, ks_eval *out);
+
+/* Statistics used by the verdict (exposed for tests). */
+double ks_stats_median(const double *x, size_t n);
+double ks_stats_iqr(const double *x, size_t n);
+double ks_stats_rsd(const double *x, size_t n);
+/* 95% interval of median(a) / median(b) by a seeded bootstrap. */
+void ks_stats_ratio_interval(const double *a, size_t na, const double *b, size_t nb,
+                             unsigned long long seed, double *low, double *high);
+
+#endif

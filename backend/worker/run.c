@@ -1,0 +1,196 @@
+/* run: one run request from start to end, and the ceilings measurement.
+ *
+ * Load both kernels (attributes read, shared memory opted in), allocate the
+ * workload's buffers once, verify every seed, then time on the first seed's
+ * inputs and recheck: fresh inputs from recheck_seed, the candidate run
+ * right after its timed launches, then the original, compared. A candidate
+ * that caches results or skips work once it has been called a few times
+ * passes the seeds and fails there. Everything is released on the one way
+ * out, whatever failed. */
+#include "worker.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Inputs for timing when the request verifies nothing: some fixed seed. */
+enum { TIMING_SEED = 0x7133 };
+
+static int check_workload(ks_arena *arena, const ks_workload *work, wk_outcome *oc) {
+  for (size_t i = 0; i < work->args.len; i++) {
+    const ks_warg *a = &work->args.items[i];
+    if (a->kind == KS_ARG_BUFFER && a->buffer >= work->buffers.len) {
+      oc->status = KS_RUN_LAUNCH_FAILED;
+      oc->error = ks_arena_printf(arena, "argument %zu names buffer %zu of %zu", i, a->buffer,
+                                  work->buffers.len);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The candidate's last run sees fresh inputs but its outputs as the timing
+ * loop left them, as in an application that reuses its buffers: a variant
+ * that skips work when its output already looks computed leaves it stale
+ * here. (Poisoning first would let such a variant compute, pass, and keep
+ * its skipped timed launches.) */
+static int recheck(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
+                   unsigned long long seed, ks_output_checks *out, wk_outcome *oc) {
+  if (wk_buffers_fill(w, arena, b, seed, oc) || wk_buffers_prepare(w, arena, b, 0, oc) ||
+      wk_launch(w, arena, cand, b->params, true, oc) || wk_buffers_download(w, arena, b, 2, oc) ||
+      wk_buffers_prepare(w, arena, b, 1, oc) || wk_launch(w, arena, base, b->params, true, oc) ||
+      wk_buffers_download(w, arena, b, 0, oc))
+    return -1;
+  wk_compare_outputs(arena, b, 0, 2, -1, out);
+  return 0;
+}
+
+void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_result *res) {
+  memset(res, 0, sizeof *res);
+  wk_outcome oc = {KS_RUN_OK, NULL, NULL};
+  wk_kernel base = {0}, cand = {0};
+  wk_buffers bufs = {0};
+  const ks_workload *work = req->work;
+  bool have_cand = req->cand.cubin != NULL;
+  /* A zeroed launch means "the original's" (a variant with no policy). */
+  ks_launch_cfg cand_launch = req->cand_launch;
+  if (!cand_launch.grid[0] && !cand_launch.block[0])
+    cand_launch = work->launch;
+
+  if (check_workload(arena, work, &oc) ||
+      wk_kernel_load(w, arena, &req->base, "base", &work->launch, &base, &oc))
+    goto out;
+  res->base_registers = base.registers;
+  res->base_spill_bytes = base.local_bytes;
+  res->base_static_smem = base.static_smem;
+  if (have_cand) {
+    if (wk_kernel_load(w, arena, &req->cand, "cand", &cand_launch, &cand, &oc))
+      goto out;
+    res->cand_registers = cand.registers;
+    res->cand_spill_bytes = cand.local_bytes;
+    res->cand_static_smem = cand.static_smem;
+  }
+  if (wk_buffers_alloc(w, arena, work, &bufs, &oc))
+    goto out;
+
+  if (req->verify && have_cand)
+    for (size_t i = 0; i < req->nseeds; i++)
+      if (wk_verify_seed(w, arena, &bufs, &base, &cand, req->seeds[i], res, &oc))
+        goto out;
+
+  if (req->time) {
+    unsigned long long seed = req->nseeds ? req->seeds[0] : TIMING_SEED;
+    if (wk_buffers_fill(w, arena, &bufs, seed, &oc) ||
+        wk_time(w, arena, &bufs, &base, have_cand ? &cand : NULL, &req->timing, &res->timing, &oc))
+      goto out;
+    res->timed = true;
+    if (have_cand &&
+        recheck(w, arena, &bufs, &base, &cand, req->recheck_seed, &res->timing.recheck, &oc))
+      goto out;
+  }
+out:
+  wk_buffers_free(w, &bufs);
+  wk_kernel_unload(w, &cand);
+  wk_kernel_unload(w, &base);
+  res->status = oc.status;
+  res->error = oc.error;
+  res->error_kernel = oc.kernel;
+}
+
+/* Times `runs` launches of `k` with events and returns the median in ms. */
+static int median_ms(wk_state *w, ks_arena *arena, wk_kernel *k, void **params, unsigned warmup,
+                     unsigned runs, double *out, wk_outcome *oc) {
+  CUevent start = NULL, stop = NULL;
+  double samples[32];
+  int rc = -1;
+  if (runs > 32)
+    runs = 32;
+  if (wk_cuda(w, arena, oc, w->cu.EventCreate(&start, CU_EVENT_DEFAULT), KS_RUN_LAUNCH_FAILED,
+              NULL, "cuEventCreate") ||
+      wk_cuda(w, arena, oc, w->cu.EventCreate(&stop, CU_EVENT_DEFAULT), KS_RUN_LAUNCH_FAILED,
+              NULL, "cuEventCreate"))
+    goto out;
+  for (unsigned i = 0; i < warmup; i++)
+    if (wk_launch(w, arena, k, params, true, oc))
+      goto out;
+  for (unsigned i = 0; i < runs; i++) {
+    float ms = 0;
+    if (wk_cuda(w, arena, oc, w->cu.EventRecord(start, NULL), KS_RUN_LAUNCH_FAILED, NULL,
+                "cuEventRecord") ||
+        wk_launch(w, arena, k, params, false, oc) ||
+        wk_cuda(w, arena, oc, w->cu.EventRecord(stop, NULL), KS_RUN_LAUNCH_FAILED, NULL,
+                "cuEventRecord") ||
+        wk_cuda(w, arena, oc, w->cu.EventSynchronize(stop), KS_RUN_CRASHED, k->label,
+                "kernel execution") ||
+        wk_cuda(w, arena, oc, w->cu.EventElapsedTime(&ms, start, stop), KS_RUN_CRASHED, NULL,
+                "cuEventElapsedTime"))
+      goto out;
+    samples[i] = ms;
+  }
+  *out = wk_median(samples, runs);
+  rc = 0;
+out:
+  if (start)
+    w->cu.EventDestroy(start);
+  if (stop)
+    w->cu.EventDestroy(stop);
+  return rc;
+}
+
+int wk_ceilings(wk_state *w, ks_arena *arena, const ks_module *copy, const ks_module *fma,
+                int fma_flops_per_iter, ks_ceilings *out, wk_outcome *oc) {
+  memset(out, 0, sizeof *out);
+  wk_kernel kc = {0}, kf = {0};
+  CUdeviceptr src = 0, dst = 0, sink = 0;
+  int rc = -1;
+  /* Enough blocks to fill every SM (2048 threads each on current GPUs). */
+  unsigned blocks = (unsigned)(w->info.sm_count > 0 ? w->info.sm_count : 1) * 8;
+  ks_launch_cfg launch = {{blocks, 1, 1}, {256, 1, 1}, 0};
+
+  /* Copy: 1 GiB each way (far beyond any L2), less on a small device. */
+  size_t free_bytes = 0, total = 0;
+  if (wk_cuda(w, arena, oc, w->cu.MemGetInfo(&free_bytes, &total), KS_RUN_LAUNCH_FAILED, NULL,
+              "cuMemGetInfo"))
+    goto out;
+  size_t bytes = (size_t)1 << 30;
+  if (bytes > free_bytes / 4)
+    bytes = free_bytes / 4 / 16 * 16;
+  size_t n = bytes / 16;
+  if (wk_kernel_load(w, arena, copy, "copy", &launch, &kc, oc) ||
+      wk_kernel_load(w, arena, fma, "fma", &launch, &kf, oc) ||
+      wk_cuda(w, arena, oc, w->cu.MemAlloc(&src, bytes), KS_RUN_LAUNCH_FAILED, NULL, "cuMemAlloc") ||
+      wk_cuda(w, arena, oc, w->cu.MemAlloc(&dst, bytes), KS_RUN_LAUNCH_FAILED, NULL, "cuMemAlloc") ||
+      wk_cuda(w, arena, oc, w->cu.MemsetD32(src, 0x3f800000u, bytes / 4), KS_RUN_LAUNCH_FAILED,
+              NULL, "cuMemsetD32"))
+    goto out;
+  void *copy_params[] = {&src, &dst, &n};
+  double ms = 0;
+  if (median_ms(w, arena, &kc, copy_params, 3, 15, &ms, oc))
+    goto out;
+  out->bandwidth = ms > 0 ? 2.0 * (double)bytes / (ms / 1e3) : 0;
+
+  /* FMA: calibrate the trip count to about 5 ms per launch, then measure. */
+  if (wk_cuda(w, arena, oc, w->cu.MemAlloc(&sink, (size_t)blocks * 256 * sizeof(float)),
+              KS_RUN_LAUNCH_FAILED, NULL, "cuMemAlloc"))
+    goto out;
+  int iters = 4096;
+  void *fma_params[] = {&sink, &iters};
+  if (median_ms(w, arena, &kf, fma_params, 1, 3, &ms, oc))
+    goto out;
+  double scale = ms > 0 ? 5.0 / ms : 64;
+  iters = (int)(iters * (scale < 1 ? 1 : scale > 4096 ? 4096 : scale));
+  if (median_ms(w, arena, &kf, fma_params, 2, 10, &ms, oc))
+    goto out;
+  out->flops_fp32 =
+      ms > 0 ? (double)blocks * 256 * (double)iters * fma_flops_per_iter / (ms / 1e3) : 0;
+  rc = 0;
+out:
+  if (src)
+    w->cu.MemFree(src);
+  if (dst)
+    w->cu.MemFree(dst);
+  if (sink)
+    w->cu.MemFree(sink);
+  wk_kernel_unload(w, &kc);
+  wk_kernel_unload(w, &kf);
+  return rc;
+}

@@ -1,0 +1,210 @@
+/* verify: one seed of the correctness protocol (docs/worker-protocol.md,
+ * "What a run does").
+ *
+ * Four runs on the same inputs: the original with outputs poisoned by
+ * pattern 1, again with pattern 2, then the candidate the same two ways.
+ * Host slots: 0 = original run 1, 2 = candidate run 1, 1 = the second run
+ * of whichever ran last (the original's, then the candidate's).
+ *
+ *  - outputs: candidate run 1 against original run 1, element by element,
+ *    |got - expected| <= atol + rtol * |expected| (floats; NaN matches only
+ *    NaN), exact for integers unless the spec gave a tolerance;
+ *  - unwritten: an `out` element that holds pattern 1 in the candidate's
+ *    first run and pattern 2 in its second, where the original wrote a
+ *    value; an `inout` element still equal to its input where the original
+ *    changed it;
+ *  - the original's determinism: its two runs bitwise (elements both runs
+ *    left unwritten skipped); if they differ (float atomics), tolerance is
+ *    used for the candidate's race check of that buffer;
+ *  - race: the candidate's two runs must agree the same way;
+ *  - guard zones after every run, the original's and the candidate's
+ *    reported apart;
+ *  - inputs: an `in` buffer the candidate changed, where the original
+ *    leaves it as it was. */
+#include "worker.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void wk_tolerance(const ks_wbuffer *b, double *atol, double *rtol) {
+  /* Defaults allow a different order of floating-point operations (a
+   * reduction tree instead of a loop) at the type's precision. */
+  double a = 0, r = 0;
+  switch (b->dtype) {
+  case KS_DT_F16: a = 1e-3, r = 1e-2; break;
+  case KS_DT_BF16: a = 1e-2, r = 2e-2; break;
+  case KS_DT_F32: a = 1e-5, r = 1e-4; break;
+  case KS_DT_F64: a = 1e-12, r = 1e-9; break;
+  default: break; /* integers: exact */
+  }
+  *atol = b->atol >= 0 ? b->atol : a;
+  *rtol = b->rtol >= 0 ? b->rtol : r;
+}
+
+/* Whether `got` is an acceptable value where `want` was expected; the
+ * errors are set for pairs of finite values. */
+static bool element_ok(double want, double got, double atol, double rtol, double *abs_err,
+                       double *rel_err) {
+  *abs_err = *rel_err = 0;
+  if (isnan(want) || isnan(got))
+    return isnan(want) && isnan(got);
+  if (want == got)
+    return true; /* also equal infinities, and -0 against +0 */
+  if (isinf(want) || isinf(got))
+    return false;
+  *abs_err = fabs(got - want);
+  *rel_err = want != 0 ? *abs_err / fabs(want) : 0;
+  return *abs_err <= atol + rtol * fabs(want);
+}
+
+static bool same(const unsigned char *a, const unsigned char *b, size_t n) {
+  return memcmp(a, b, n) == 0;
+}
+
+void wk_compare_outputs(ks_arena *arena, const wk_buffers *b, int want, int got, int second,
+                        ks_output_checks *out) {
+  for (size_t bi = 0; bi < b->len; bi++) {
+    const wk_buffer *x = &b->items[bi];
+    if (x->spec->role == KS_ROLE_IN)
+      continue;
+    ks_output_check *c = ks_array_push(arena, out);
+    c->buffer = wk_name(x);
+    c->count = x->spec->count;
+    c->first_mismatch = -1;
+    double atol, rtol;
+    wk_tolerance(x->spec, &atol, &rtol);
+    bool is_float = ks_wire_dtype_is_float(x->spec->dtype);
+    bool exact = !is_float && atol == 0 && rtol == 0;
+    /* Identical bytes: no mismatch, and nothing unwritten that the
+     * original wrote. The common case, decided at memcmp speed. */
+    if (memcmp(x->slot[want], x->slot[got], x->bytes) == 0)
+      continue;
+    unsigned char p1[8], p2[8];
+    wk_poison_bytes(x->spec->dtype, 1, p1);
+    wk_poison_bytes(x->spec->dtype, 2, p2);
+    size_t es = x->esize;
+    for (size_t i = 0; i < (size_t)x->spec->count; i++) {
+      const unsigned char *e = x->slot[want] + i * es, *g = x->slot[got] + i * es;
+      if (x->spec->role == KS_ROLE_OUT) {
+        if (same(g, p1, es) && (second < 0 || same(x->slot[second] + i * es, p2, es)) &&
+            !same(e, p1, es))
+          c->unwritten++;
+      } else if (same(g, x->input + i * es, es) && !same(e, x->input + i * es, es)) {
+        c->unwritten++;
+      }
+      if (same(e, g, es))
+        continue;
+      double de = wk_elem_double(x->spec->dtype, x->slot[want], i);
+      double dg = wk_elem_double(x->spec->dtype, x->slot[got], i);
+      double abs_err = 0, rel_err = 0;
+      bool ok = !exact && element_ok(de, dg, atol, rtol, &abs_err, &rel_err);
+      if (exact)
+        abs_err = fabs(dg - de), rel_err = de != 0 ? abs_err / fabs(de) : 0;
+      if (abs_err > c->max_abs_error)
+        c->max_abs_error = abs_err;
+      if (rel_err > c->max_rel_error)
+        c->max_rel_error = rel_err;
+      if (ok)
+        continue;
+      if (c->mismatches++ == 0) {
+        c->first_mismatch = (long long)i;
+        c->expected = de;
+        c->got = dg;
+      }
+    }
+  }
+}
+
+/* Whether two runs of one kernel (slot a with pattern 1, slot b with
+ * pattern 2) agree: bitwise, or within tolerance when `tolerant`. Elements
+ * both runs left unwritten differ by design and are skipped. */
+static bool runs_agree(const wk_buffer *x, int a, int b, bool tolerant) {
+  unsigned char p1[8], p2[8];
+  wk_poison_bytes(x->spec->dtype, 1, p1);
+  wk_poison_bytes(x->spec->dtype, 2, p2);
+  if (memcmp(x->slot[a], x->slot[b], x->bytes) == 0)
+    return true;
+  double atol, rtol, abs_err, rel_err;
+  wk_tolerance(x->spec, &atol, &rtol);
+  size_t es = x->esize;
+  for (size_t i = 0; i < (size_t)x->spec->count; i++) {
+    const unsigned char *u = x->slot[a] + i * es, *v = x->slot[b] + i * es;
+    if (same(u, v, es))
+      continue;
+    if (x->spec->role == KS_ROLE_OUT && same(u, p1, es) && same(v, p2, es))
+      continue;
+    if (!tolerant ||
+        !element_ok(wk_elem_double(x->spec->dtype, x->slot[a], i),
+                    wk_elem_double(x->spec->dtype, x->slot[b], i), atol, rtol, &abs_err, &rel_err))
+      return false;
+  }
+  return true;
+}
+
+/* One run: prepare with `pattern`, launch, check the guards, download into
+ * `slot`. *canary is the buffer index whose guard broke, or -1. */
+static int one_run(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *k, int pattern,
+                   int slot, int *canary, bool *before, wk_outcome *out) {
+  if (wk_buffers_prepare(w, arena, b, pattern, out) ||
+      wk_launch(w, arena, k, b->params, true, out))
+    return -1;
+  *canary = wk_buffers_canary(w, arena, b, before, out);
+  if (*canary == -2)
+    return -1;
+  return wk_buffers_download(w, arena, b, slot, out);
+}
+
+int wk_verify_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
+                   unsigned long long seed, ks_run_result *res, wk_outcome *out) {
+  ks_seed_check s = {.seed = seed};
+  bool *changed = ks_xcalloc(b->len ? b->len : 1, sizeof *changed);
+  bool *base_nondet = ks_xcalloc(b->len ? b->len : 1, sizeof *base_nondet);
+  int rc = -1, canary;
+  bool before = false;
+  if (wk_buffers_fill(w, arena, b, seed, out))
+    goto done;
+
+  /* The original, twice. */
+  if (one_run(w, arena, b, base, 1, 0, &canary, &before, out) ||
+      wk_buffers_inputs_changed(w, arena, b, changed, out))
+    goto done;
+  for (size_t i = 0; i < b->len; i++)
+    b->items[i].base_changes = changed[i];
+  if (canary >= 0)
+    s.base_canary_buffer = wk_name(&b->items[canary]), s.base_canary_before = before;
+  if (one_run(w, arena, b, base, 2, 1, &canary, &before, out))
+    goto done;
+  if (canary >= 0 && !s.base_canary_buffer)
+    s.base_canary_buffer = wk_name(&b->items[canary]), s.base_canary_before = before;
+  for (size_t i = 0; i < b->len; i++)
+    if (b->items[i].slot[0] && !runs_agree(&b->items[i], 0, 1, false))
+      base_nondet[i] = s.base_nondeterministic = true;
+
+  /* The candidate, twice. */
+  if (one_run(w, arena, b, cand, 1, 2, &canary, &before, out) ||
+      wk_buffers_inputs_changed(w, arena, b, changed, out))
+    goto done;
+  if (canary >= 0)
+    s.canary_buffer = wk_name(&b->items[canary]), s.canary_before = before;
+  for (size_t i = 0; i < b->len && !s.changed_input; i++)
+    if (changed[i] && !b->items[i].base_changes)
+      s.changed_input = wk_name(&b->items[i]);
+  if (one_run(w, arena, b, cand, 2, 1, &canary, &before, out))
+    goto done;
+  if (canary >= 0 && !s.canary_buffer)
+    s.canary_buffer = wk_name(&b->items[canary]), s.canary_before = before;
+  for (size_t i = 0; i < b->len && !s.race; i++)
+    if (b->items[i].slot[0] && !runs_agree(&b->items[i], 2, 1, base_nondet[i])) {
+      s.race = true;
+      s.race_buffer = wk_name(&b->items[i]);
+    }
+
+  wk_compare_outputs(arena, b, 0, 2, 1, &s.outputs);
+  *ks_array_push(arena, &res->seeds) = s;
+  rc = 0;
+done:
+  free(changed);
+  free(base_nondet);
+  return rc;
+}

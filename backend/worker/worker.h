@@ -1,0 +1,183 @@
+/* worker: the inside of kernelsmith-worker, shared by its files.
+ *
+ *   main.c    the request loop on fds 3 (in) and 4 (out)
+ *   device.c  the device: driver, primary context, NVML, device facts;
+ *             modules, launches, and what a CUDA error means
+ *   buffers.c device buffers with guard zones, pristine input copies,
+ *             poison patterns, canary checks
+ *   fill.c    seeded inputs for every distribution and element type
+ *   verify.c  one seed: four runs, comparisons, races, canaries, inputs
+ *   timing.c  interleaved timing with L2 flushes and the clock filter
+ *   run.c     a run request from start to end; the ceilings
+ *
+ * The worker is single-threaded and handles one request at a time. A CUDA
+ * error that leaves the context unusable (an illegal address, a trap) sets
+ * `dead`: the reply goes out and the process exits, so the main process
+ * starts a fresh one. Prefix: wk_. */
+#ifndef KS_WORKER_INTERNAL_H
+#define KS_WORKER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ks_cuda.h"
+#include "ks_nvml.h"
+#include "ks_wire.h"
+#include "ks_worker.h"
+
+/* Bytes of guard zone on each side of every buffer. */
+enum { WK_GUARD = 4096, WK_ALIGN = 256, WK_CANARY_BYTE = 0xA7 };
+
+typedef struct wk_state {
+  ks_ctx *ctx;
+  int ordinal;             /* CUDA device, from --device */
+  bool ready;              /* device opened */
+  bool tried;              /* wk_open ran (it is not retried) */
+  bool no_device;          /* why not ready: no driver or no GPU */
+  char open_error[2048];  /* as long as ks_ctx.error */
+  bool dead;               /* the context is unusable: exit after replying */
+  ks_cuda cu;
+  CUdevice dev;
+  CUcontext context;
+  bool have_nvml;
+  ks_nvml nvml;
+  ks_nvml_device nvml_dev;
+  ks_device_info info;
+  int smem_optin;          /* most shared memory a block may opt in to */
+  CUdeviceptr flush;       /* the L2 flush buffer, kept between requests */
+  size_t flush_bytes;
+} wk_state;
+
+/* ---- device.c ---- */
+/* Loads the driver, retains the primary context, reads the device facts and
+ * finds it in NVML. Failure leaves the reason in open_error. */
+int wk_open(wk_state *w);
+void wk_close(wk_state *w);
+
+/* A loaded kernel. */
+typedef struct wk_kernel {
+  CUmodule module;
+  CUfunction fn;
+  const char *label;        /* "base" or "cand" */
+  ks_launch_cfg launch;
+  int registers, local_bytes, static_smem;
+} wk_kernel;
+
+/* What went wrong with a request, as the reply will say it. */
+typedef struct wk_outcome {
+  ks_run_status status;     /* KS_RUN_OK until something fails */
+  const char *error;
+  const char *kernel;       /* "base", "cand", or NULL */
+} wk_outcome;
+
+/* Records a failed driver call in `out` (first failure wins) and returns -1;
+ * returns 0 for CUDA_SUCCESS. `failing` is the status for an error that
+ * leaves the context usable; an error that poisons it becomes
+ * KS_RUN_CRASHED and sets w->dead. */
+int wk_cuda(wk_state *w, ks_arena *arena, wk_outcome *out, CUresult r, ks_run_status failing,
+            const char *kernel, const char *what);
+/* Loads `m`, reads its attributes, and opts in to the dynamic shared memory
+ * its launch asks for. */
+int wk_kernel_load(wk_state *w, ks_arena *arena, const ks_module *m, const char *label,
+                   const ks_launch_cfg *launch, wk_kernel *k, wk_outcome *out);
+void wk_kernel_unload(wk_state *w, wk_kernel *k);
+/* Launches on the default stream; with `sync`, waits and checks the result. */
+int wk_launch(wk_state *w, ks_arena *arena, wk_kernel *k, void **params, bool sync,
+              wk_outcome *out);
+
+/* ---- buffers.c ---- */
+typedef struct wk_buffer {
+  const ks_wbuffer *spec;
+  size_t esize;             /* bytes per element */
+  size_t bytes;             /* count * esize */
+  CUdeviceptr alloc;        /* the whole allocation: guard, data, guard */
+  CUdeviceptr ptr;          /* what the kernel gets: alloc + WK_GUARD */
+  size_t after;             /* guard bytes after the data, padding included */
+  CUdeviceptr pristine;     /* in/inout: the inputs, restored before runs */
+  unsigned char *input;     /* in/inout: host copy of the inputs */
+  unsigned char *slot[3];   /* out/inout: host copies of outputs (verify.c) */
+  bool base_changes;        /* in: the original itself modifies it */
+} wk_buffer;
+
+/* A buffer's name for reports; never NULL (NULL means "none" there). */
+static inline const char *wk_name(const wk_buffer *b) {
+  return b->spec->name ? b->spec->name : "?";
+}
+
+typedef struct wk_buffers {
+  wk_buffer *items;
+  size_t len;
+  void **params;            /* kernel parameters, shared by both kernels */
+  unsigned char (*storage)[8]; /* the scalars' and pointers' bytes */
+  unsigned char *scratch;   /* host room for guard and input checks */
+  size_t scratch_bytes;
+} wk_buffers;
+
+/* Allocates every buffer with its guards and host copies, and the kernel
+ * parameters. A failure (too little memory) is a LAUNCH_FAILED outcome. */
+int wk_buffers_alloc(wk_state *w, ks_arena *arena, const ks_workload *work, wk_buffers *out,
+                     wk_outcome *outcome);
+void wk_buffers_free(wk_state *w, wk_buffers *b);
+/* Fills inputs on the host from (seed, buffer index), uploads them to the
+ * buffer and its pristine copy. */
+int wk_buffers_fill(wk_state *w, ks_arena *arena, wk_buffers *b, unsigned long long seed,
+                    wk_outcome *out);
+/* Before a run: inputs back from their pristine copies, `out` buffers
+ * poisoned with pattern `which` (1: NaN or 0xCD..., 2: a large negative or
+ * 0xA5...; 0: left as they are), guard zones rewritten. */
+int wk_buffers_prepare(wk_state *w, ks_arena *arena, wk_buffers *b, int which, wk_outcome *out);
+/* in/inout buffers from their pristine copies only (timing). */
+int wk_buffers_restore(wk_state *w, ks_arena *arena, wk_buffers *b, bool inout_only,
+                       wk_outcome *out);
+/* Copies every out/inout buffer into its host slot `slot`. */
+int wk_buffers_download(wk_state *w, ks_arena *arena, wk_buffers *b, int slot, wk_outcome *out);
+/* The index of the first buffer whose guard zone no longer holds the
+ * canary (*before: the zone below it), -1 when all hold, -2 on an error. */
+int wk_buffers_canary(wk_state *w, ks_arena *arena, wk_buffers *b, bool *before, wk_outcome *out);
+/* Marks `changed[i]` for each `in` buffer that differs from its host copy. */
+int wk_buffers_inputs_changed(wk_state *w, ks_arena *arena, wk_buffers *b, bool *changed,
+                              wk_outcome *out);
+/* The poison pattern's bytes for one element of `t` (8 bytes of room). */
+void wk_poison_bytes(ks_dtype t, int which, unsigned char out[8]);
+
+/* ---- fill.c ---- */
+/* Writes b->count elements of b's distribution into `host`, deterministic
+ * in (seed, index). */
+void wk_fill(const ks_wbuffer *b, unsigned long long seed, size_t index, void *host);
+/* Element `i` of a typed array as a double (f16 and bf16 decoded). */
+double wk_elem_double(ks_dtype t, const void *data, size_t i);
+/* A scalar argument's bytes as the kernel expects them. */
+void wk_scalar_bytes(ks_dtype t, ks_value v, unsigned char out[8]);
+/* IEEE half and bfloat16 from a float, round to nearest even. */
+unsigned short wk_f32_to_f16(float f);
+unsigned short wk_f32_to_bf16(float f);
+float wk_f16_to_f32(unsigned short h);
+float wk_bf16_to_f32(unsigned short h);
+
+/* ---- verify.c ---- */
+/* The effective tolerance of an output (defaults by type for < 0). */
+void wk_tolerance(const ks_wbuffer *b, double *atol, double *rtol);
+/* Compares the candidate's outputs (slot `got`) with the original's (slot
+ * `want`); `second`, if >= 0, is the candidate's run with pattern 2, used to
+ * tell unwritten elements. */
+void wk_compare_outputs(ks_arena *arena, const wk_buffers *b, int want, int got, int second,
+                        ks_output_checks *out);
+/* One seed of verification; appends to res->seeds. */
+int wk_verify_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
+                   unsigned long long seed, ks_run_result *res, wk_outcome *out);
+
+/* ---- timing.c ---- */
+void wk_timing_defaults(ks_timing_options *t);
+/* Interleaved timing of base and (if non-NULL) cand on the inputs in `b`. */
+int wk_time(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
+            const ks_timing_options *opts, ks_timing *out, wk_outcome *outcome);
+
+/* Median of `x` (sorted in place). */
+double wk_median(double *x, size_t n);
+
+/* ---- run.c ---- */
+void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_result *res);
+int wk_ceilings(wk_state *w, ks_arena *arena, const ks_module *copy, const ks_module *fma,
+                int fma_flops_per_iter, ks_ceilings *out, wk_outcome *outcome);
+
+#endif

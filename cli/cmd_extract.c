@@ -1,0 +1,179 @@
+/* kernelsmith-cc extract: one kernel as a standalone unit for NVRTC. */
+#include <cJSON.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ks_cli.h"
+#include "ks_report.h"
+#include "ks_scan.h"
+#include "ks_slice.h"
+
+static const char usage[] =
+    "usage: kernelsmith-cc extract [options] KERNEL [PATH...]\n"
+    "\n"
+    "Prints KERNEL as a standalone compilation unit for NVRTC: the kernel and every\n"
+    "device function, type, __constant__ variable, macro and template it needs, in\n"
+    "the order the compiler reads them, each inside its namespaces, with the CUDA\n"
+    "headers it uses as #include lines and no host code. KERNEL is a name (\"k\",\n"
+    "\"ns::k\") or, for an overloaded kernel, a signature (\"fill(float *, float, int)\").\n"
+    "The files under each PATH (default: the current directory) are scanned first,\n"
+    "as by 'scan'. A template kernel comes with the template arguments it is\n"
+    "launched with, as NVRTC name expressions (printed as comments, or in --json).\n"
+    "\n"
+    "options:\n"
+    "  -p, --build-dir DIR  read compile flags from DIR/compile_commands.json\n"
+    "      --no-compdb      ignore any compile_commands.json\n"
+    "  -I DIR               add an include directory for every file\n"
+    "  -D NAME[=VALUE]      define a macro for every file\n"
+    "      --extra-arg ARG  pass ARG to the parser\n"
+    "      --instance ARGS  template arguments to instantiate, e.g. \"float, 256\"\n"
+    "                       (default: those seen at the launch sites)\n"
+    "      --json           the unit and its name expressions, includes and\n"
+    "                       dependencies as JSON\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "A kernel that cannot be sliced (it calls host code, or a device function whose\n"
+    "definition is not in the scanned files) is reported in one line; exit status 1.\n";
+
+const ks_command ks_cmd_extract;
+
+static cJSON *strings_json(const ks_strings *list) {
+  cJSON *array = cJSON_CreateArray();
+  for (size_t i = 0; i < list->len; i++)
+    cJSON_AddItemToArray(array, cJSON_CreateString(list->items[i]));
+  return array;
+}
+
+static int print_json(const ks_slice *slice) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "schema", "kernelsmith-cc.slice");
+  cJSON_AddNumberToObject(root, "version", 1);
+  cJSON_AddStringToObject(root, "kernel", slice->kernel);
+  cJSON_AddStringToObject(root, "file", slice->file);
+  cJSON_AddItemToObject(root, "name_expressions", strings_json(&slice->name_expressions));
+  cJSON_AddItemToObject(root, "includes", strings_json(&slice->includes));
+  cJSON_AddItemToObject(root, "dependencies", strings_json(&slice->dependencies));
+  cJSON_AddItemToObject(root, "options", strings_json(&slice->options));
+  cJSON_AddStringToObject(root, "source", slice->source);
+  char *text = cJSON_Print(root);
+  int rc = text && puts(text) >= 0 ? 0 : -1;
+  free(text);
+  cJSON_Delete(root);
+  return rc;
+}
+
+static void print_unit(const ks_slice *slice) {
+  fputs(slice->source, stdout);
+  /* How to compile it, as comments: the unit stays valid input for NVRTC. */
+  for (size_t i = 0; i < slice->name_expressions.len; i++)
+    printf("// name expression: %s\n", slice->name_expressions.items[i]);
+  for (size_t i = 0; i < slice->options.len; i++)
+    printf("// NVRTC option: %s\n", slice->options.items[i]);
+}
+
+static int run_extract(ks_ctx *ctx, int argc, char **argv) {
+  enum { OPT_JSON = 256, OPT_NO_COMPDB, OPT_EXTRA, OPT_INSTANCE };
+  static const struct option opts[] = {
+      {"build-dir", required_argument, NULL, 'p'}, {"json", no_argument, NULL, OPT_JSON},
+      {"no-compdb", no_argument, NULL, OPT_NO_COMPDB},
+      {"extra-arg", required_argument, NULL, OPT_EXTRA},
+      {"instance", required_argument, NULL, OPT_INSTANCE}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  ks_scan_options so = {0};
+  bool json = false, have_scan = false;
+  const char *instance = NULL;
+  const char **extra = calloc((size_t)argc + 1, sizeof *extra);
+  size_t nextra = 0;
+  ks_scan scan;
+  ks_arena arena = KS_ARENA_INIT;
+  int rc = KS_EXIT_OK, c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":p:hI:D:", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p':
+      so.build_dir = optarg;
+      break;
+    case 'I':
+    case 'D': {
+      size_t n = strlen(optarg) + 3;
+      char *arg = malloc(n);
+      snprintf(arg, n, "-%c%s", c, optarg);
+      extra[nextra++] = arg;
+      break;
+    }
+    case OPT_EXTRA:
+      extra[nextra++] = strdup(optarg);
+      break;
+    case OPT_INSTANCE:
+      instance = optarg;
+      break;
+    case OPT_JSON:
+      json = true;
+      break;
+    case OPT_NO_COMPDB:
+      so.no_compdb = true;
+      break;
+    case 'h':
+      rc = ks_print_help(&ks_cmd_extract);
+      goto out;
+    case ':':
+      rc = ks_usage_error(ctx, &ks_cmd_extract, "option '%s' needs a value", argv[optind - 1]);
+      goto out;
+    default:
+      rc = ks_usage_error(ctx, &ks_cmd_extract, "unknown option '%s'", argv[optind - 1]);
+      goto out;
+    }
+  }
+  if (optind >= argc) {
+    rc = ks_usage_error(ctx, &ks_cmd_extract, "which kernel? (give its name)");
+    goto out;
+  }
+  const char *name = argv[optind++];
+  static const char *const here[] = {"."};
+  so.paths = optind < argc ? (const char *const *)argv + optind : here;
+  so.npaths = optind < argc ? (size_t)(argc - optind) : 1;
+  so.extra_args = extra;
+  so.nextra = nextra;
+
+  rc = ks_scan_run(ctx, &so, &scan);
+  have_scan = true;
+  if (rc) {
+    ks_error(ctx, "%s", ctx->error);
+    rc = KS_EXIT_FAILURE;
+    goto out;
+  }
+  ks_report_diagnostics(ctx, &scan);
+  const ks_kernel *k = NULL;
+  ks_slice slice;
+  if (ks_scan_lookup(ctx, &scan, name, &k)) {
+    ks_error(ctx, "%s", ctx->error);
+    rc = KS_EXIT_FAILURE;
+    goto out;
+  }
+  if (ks_slice_kernel(ctx, &so, &scan, k, instance, &arena, &slice)) {
+    ks_error(ctx, "cannot slice '%s': %s", k->qualified_name, ctx->error);
+    rc = KS_EXIT_FAILURE;
+    goto out;
+  }
+  if (k->is_template && !slice.name_expressions.len)
+    ks_warn(ctx, "'%s' is a template that is never launched with known arguments: no name "
+                 "expression (give one with --instance)",
+            k->qualified_name);
+  if (json ? print_json(&slice) : (print_unit(&slice), 0)) {
+    ks_error(ctx, "cannot write the output");
+    rc = KS_EXIT_FAILURE;
+  }
+out:
+  if (have_scan)
+    ks_scan_release(&scan);
+  ks_arena_release(&arena);
+  for (size_t i = 0; i < nextra; i++)
+    free((char *)extra[i]);
+  free(extra);
+  return rc;
+}
+
+const ks_command ks_cmd_extract = {"extract",
+                                   "print a kernel as a standalone unit for NVRTC", usage,
+                                   run_extract};

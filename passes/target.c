@@ -1,0 +1,102 @@
+/* Making a kernel ready to judge; see ks_target.h. */
+#include "ks_target.h"
+
+#include <string.h>
+
+#include "ks_specs.h"
+#include "ks_variant_file.h"
+
+int ks_target_open(ks_ctx *ctx, const ks_scan_options *opts, const char *name, ks_arena *arena,
+                   ks_target *t) {
+  memset(t, 0, sizeof *t);
+  if (ks_scan_run(ctx, opts, &t->scan)) {
+    ks_scan_release(&t->scan);
+    return -1;
+  }
+  t->have_scan = true;
+  if (ks_scan_lookup(ctx, &t->scan, name, &t->kernel))
+    return -1;
+  const ks_kernel *k = t->kernel;
+  int found = ks_spec_find(ctx, &t->scan, k, arena, &t->spec);
+  if (found < 0)
+    return -1;
+  if (found > 0)
+    return ks_fail(ctx, "%s:%u: kernel '%s' has no spec: add a 'kernelsmith:' comment above it "
+                        "or a %s.kspec file beside it (docs/spec.md)",
+                   k->loc.file, k->loc.line, k->qualified_name, k->loc.file);
+  if (ks_spec_check(ctx, &t->spec, k))
+    return -1;
+
+  /* The instance the spec runs: its `instance` line, or the kernel's one
+   * instantiation at its launch sites. */
+  const char *instance = NULL;
+  if (k->is_template && !(instance = ks_spec_instance(ctx, &t->spec, k, arena)))
+    return -1;
+  if (ks_slice_kernel(ctx, opts, &t->scan, k, instance, arena, &t->slice)) {
+    ks_fail_prefix(ctx, "cannot slice the kernel");
+    return -1;
+  }
+  if (!t->slice.name_expressions.len)
+    return ks_fail(ctx, "kernel '%s' is a template with no known instance: give one with an "
+                        "'instance' line in its spec",
+                   k->qualified_name);
+  if (t->slice.options.len)
+    return ks_fail(ctx, "kernel '%s' needs %s to compile (it launches kernels from the device); "
+                        "the judge cannot run such kernels yet",
+                   k->qualified_name, t->slice.options.items[0]);
+
+  /* The launch configuration comes from the spec or from the first launch
+   * site whose expressions evaluate; the first site's error is the one
+   * reported when none does. */
+  t->nworkloads = t->spec.sizes.len;
+  t->workloads = ks_arena_alloc(arena, (t->nworkloads ? t->nworkloads : 1) * sizeof *t->workloads);
+  size_t nsites = k->launches.len ? k->launches.len : 1;
+  char first_error[sizeof ctx->error] = "";
+  for (size_t s = 0; s < nsites; s++) {
+    t->site = k->launches.len ? &t->scan.launches.items[k->launches.items[s]] : NULL;
+    size_t i = 0;
+    while (i < t->nworkloads && !ks_spec_resolve(ctx, &t->spec, k, t->site, i, arena, &t->workloads[i]))
+      i++;
+    if (i == t->nworkloads) {
+      first_error[0] = '\0';
+      break;
+    }
+    if (!first_error[0])
+      memcpy(first_error, ctx->error, sizeof first_error);
+  }
+  if (first_error[0]) {
+    memcpy(ctx->error, first_error, sizeof first_error);
+    return -1;
+  }
+
+  t->subject.kernel = k->qualified_name;
+  t->subject.slice_source = t->slice.source;
+  t->subject.name_expression = t->slice.name_expressions.items[0];
+  t->subject.workloads = t->workloads;
+  t->subject.nworkloads = t->nworkloads;
+  return 0;
+}
+
+void ks_target_close(ks_target *t) {
+  if (t->have_scan)
+    ks_scan_release(&t->scan);
+  memset(t, 0, sizeof *t);
+}
+
+int ks_target_candidate(ks_ctx *ctx, const ks_target *t, const ks_variant *v, bool is_template,
+                        ks_arena *arena, ks_candidate *out) {
+  memset(out, 0, sizeof *out);
+  out->variant = v;
+  out->name_expression =
+      ks_variant_name_expression(arena, v, is_template, t->subject.name_expression);
+  ks_launch_cfg *launches = ks_arena_alloc(arena, (t->nworkloads + 1) * sizeof *launches);
+  bool *hold = ks_arena_alloc(arena, (t->nworkloads + 1) * sizeof *hold);
+  for (size_t i = 0; i < t->nworkloads; i++)
+    if (ks_variant_resolve(ctx, v, t->kernel, &t->workloads[i], &launches[i], &hold[i])) {
+      ks_fail_prefix(ctx, v->file ? v->file : "variant");
+      return -1;
+    }
+  out->launches = launches;
+  out->guards_hold = hold;
+  return 0;
+}

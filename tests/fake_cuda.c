@@ -1,0 +1,365 @@
+/* fake_cuda: a stand-in libcuda.so.1 that runs on the CPU, so that the
+ * worker's whole evaluation protocol (inputs, poison, guard zones, the four
+ * runs, comparisons, timing, recheck, sticky errors, restarts) is tested on
+ * machines without a GPU, under the sanitizers.
+ *
+ * Device memory is host memory (a CUdeviceptr is a host address), every
+ * call is synchronous, and a kernel is chosen by its name, not its cubin:
+ * each name test_worker_gpu.c compiles has a C twin here that does what the
+ * CUDA one does (including the broken ones). A trap or a null store makes a
+ * sticky error, as on a GPU: every later call fails with it. "spin" never
+ * returns. Loaded by setting LD_LIBRARY_PATH to the directory holding it
+ * (the test sets it for the worker only).
+ *
+ * Only the symbols ks_cuda_load resolves are defined, with the signatures
+ * cuda.h declares for them (the compiler checks each against it). */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct CUctx_st {
+  int unused;
+};
+struct CUmod_st {
+  unsigned calls; /* the module's `__device__ unsigned calls` (kernel "lazy") */
+};
+typedef struct kernel_args {
+  void **params;
+  size_t threads;
+  CUmodule module;
+} kernel_args;
+struct CUfunc_st {
+  const char *name;
+  CUresult (*run)(const kernel_args *a);
+  CUmodule module;
+};
+struct CUevent_st {
+  struct timespec at;
+};
+
+static struct CUctx_st the_context;
+static CUresult sticky; /* once set, every call fails with it */
+
+#define STICKY()                                                                                   \
+  do {                                                                                             \
+    if (sticky)                                                                                    \
+      return sticky;                                                                               \
+  } while (0)
+
+static void *ptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
+static void *arg_ptr(const kernel_args *a, int i) { return ptr(*(CUdeviceptr *)a->params[i]); }
+static float arg_f32(const kernel_args *a, int i) { return *(float *)a->params[i]; }
+static int arg_i32(const kernel_args *a, int i) { return *(int *)a->params[i]; }
+
+/* ---- the kernels (ARGS: x, y, out, a, n) ---- */
+
+static CUresult saxpy(const kernel_args *k) {
+  const float *x = arg_ptr(k, 0), *y = arg_ptr(k, 1);
+  float *out = arg_ptr(k, 2), a = arg_f32(k, 3);
+  int n = arg_i32(k, 4);
+  for (size_t i = 0; i < k->threads && i < (size_t)n; i++)
+    out[i] = a * x[i] + y[i];
+  return CUDA_SUCCESS;
+}
+
+static CUresult wrong(const kernel_args *k) {
+  const float *x = arg_ptr(k, 0), *y = arg_ptr(k, 1);
+  float *out = arg_ptr(k, 2), a = arg_f32(k, 3);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 4); i++)
+    out[i] = a * x[i] - y[i];
+  return CUDA_SUCCESS;
+}
+
+static CUresult skip_odd(const kernel_args *k) {
+  const float *x = arg_ptr(k, 0), *y = arg_ptr(k, 1);
+  float *out = arg_ptr(k, 2), a = arg_f32(k, 3);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 4); i += 2)
+    out[i] = a * x[i] + y[i];
+  return CUDA_SUCCESS;
+}
+
+static CUresult oob(const kernel_args *k) {
+  const float *x = arg_ptr(k, 0), *y = arg_ptr(k, 1);
+  float *out = arg_ptr(k, 2), a = arg_f32(k, 3);
+  for (size_t i = 0; i < k->threads && i <= (size_t)arg_i32(k, 4); i++)
+    out[i] = a * x[i] + y[i];
+  return CUDA_SUCCESS;
+}
+
+static CUresult mod_input(const kernel_args *k) {
+  float *x = arg_ptr(k, 0);
+  saxpy(k);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 4); i++)
+    x[i] = 0;
+  return CUDA_SUCCESS;
+}
+
+static CUresult nowrite(const kernel_args *k) { return CUDA_SUCCESS; }
+
+static CUresult racy(const kernel_args *k) {
+  const float *x = arg_ptr(k, 0);
+  float *out = arg_ptr(k, 2);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 4); i++)
+    out[i & 4095] = x[i];
+  return CUDA_SUCCESS;
+}
+
+static CUresult lazy(const kernel_args *k) {
+  if (k->module->calls >= 6)
+    return CUDA_SUCCESS;
+  k->module->calls++;
+  return saxpy(k);
+}
+
+static CUresult trap(const kernel_args *k) { return CUDA_ERROR_LAUNCH_FAILED; }
+static CUresult null_store(const kernel_args *k) { return CUDA_ERROR_ILLEGAL_ADDRESS; }
+
+static CUresult spin(const kernel_args *k) {
+  for (;;)
+    sleep(1);
+  return CUDA_SUCCESS;
+}
+
+static CUresult copy_h(const kernel_args *k) {
+  const unsigned short *x = arg_ptr(k, 0);
+  unsigned short *out = arg_ptr(k, 1);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 2); i++)
+    out[i] = x[i];
+  return CUDA_SUCCESS;
+}
+
+static CUresult copy_h_ulp(const kernel_args *k) {
+  const unsigned short *x = arg_ptr(k, 0);
+  unsigned short *out = arg_ptr(k, 1);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 2); i++)
+    out[i] = (x[i] & 0x7c00) == 0x7c00 ? x[i] : (unsigned short)(x[i] ^ 1);
+  return CUDA_SUCCESS;
+}
+
+static CUresult ks_copy(const kernel_args *k) {
+  size_t n = *(size_t *)k->params[2];
+  memcpy(arg_ptr(k, 1), arg_ptr(k, 0), n * 16);
+  return CUDA_SUCCESS;
+}
+
+static CUresult ks_fma(const kernel_args *k) {
+  float *out = arg_ptr(k, 0);
+  for (size_t i = 0; i < k->threads; i++)
+    out[i] = (float)i;
+  return CUDA_SUCCESS;
+}
+
+static const struct {
+  const char *name;
+  CUresult (*run)(const kernel_args *a);
+} kernels[] = {
+    {"saxpy", saxpy},   {"same", saxpy},         {"wrong", wrong},     {"skip_odd", skip_odd},
+    {"oob", oob},       {"mod_input", mod_input}, {"nowrite", nowrite}, {"racy", racy},
+    {"lazy", lazy},     {"trap", trap},          {"null", null_store}, {"spin", spin},
+    {"copy_h", copy_h}, {"copy_h_ulp", copy_h_ulp}, {"ks_copy", ks_copy}, {"ks_fma", ks_fma},
+};
+
+/* ---- initialisation, devices, contexts ---- */
+
+CUresult cuInit(unsigned int flags) { return CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+
+static const struct {
+  CUresult code;
+  const char *name, *text;
+} errors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+};
+
+CUresult cuGetErrorName(CUresult e, const char **s) {
+  for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
+    if (errors[i].code == e) {
+      *s = errors[i].name;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult e, const char **s) {
+  for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
+    if (errors[i].code == e) {
+      *s = errors[i].text;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuDeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+  snprintf(name, (size_t)len, "Fake GPU (CPU stand-in)");
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
+  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 4 << 20; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *v = 1000000; break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *v = 256; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 * 1024; break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+  default: *v = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) { *bytes = (size_t)16 << 30; return CUDA_SUCCESS; }
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
+  snprintf(id, (size_t)len, "0000:00:00.0");
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = &the_context; return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { STICKY(); return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext c) { STICKY(); return CUDA_SUCCESS; }
+CUresult cuCtxGetCurrent(CUcontext *c) { *c = &the_context; return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent_v2(CUcontext c) { STICKY(); return CUDA_SUCCESS; }
+CUresult cuCtxPopCurrent_v2(CUcontext *c) { *c = &the_context; return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize(void) { STICKY(); return CUDA_SUCCESS; }
+CUresult cuCtxSetLimit(CUlimit l, size_t v) { STICKY(); return CUDA_SUCCESS; }
+CUresult cuCtxGetLimit(size_t *v, CUlimit l) { *v = 0; return CUDA_SUCCESS; }
+
+/* ---- memory ---- */
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  STICKY();
+  *free_bytes = (size_t)1 << 30; /* keeps the ceilings' copy small */
+  *total = (size_t)16 << 30;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  STICKY();
+  void *m = aligned_alloc(256, (n + 255) / 256 * 256);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return CUDA_SUCCESS;
+}
+/* Frees even after a sticky error (a real driver fails the call, but the
+ * process exits and the OS takes the memory back; here the sanitizer would
+ * call it a leak). */
+CUresult cuMemFree_v2(CUdeviceptr p) { free(ptr(p)); return sticky; }
+CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = malloc(n); return CUDA_SUCCESS; }
+CUresult cuMemFreeHost(void *p) { free(p); return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { STICKY(); memcpy(ptr(d), h, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) { STICKY(); memcpy(h, ptr(d), n); return CUDA_SUCCESS; }
+CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { STICKY(); memmove(ptr(d), ptr(s), n); return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) { return cuMemcpyHtoD_v2(d, h, n); }
+CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) { return cuMemcpyDtoH_v2(h, d, n); }
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyDtoD_v2(d, src, n); }
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { STICKY(); memset(ptr(d), v, n); return CUDA_SUCCESS; }
+CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+  STICKY();
+  if (d % 4)
+    return CUDA_ERROR_INVALID_VALUE; /* as the driver: 4-byte aligned only */
+  for (size_t i = 0; i < n; i++)
+    memcpy((char *)ptr(d) + 4 * i, &v, 4);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return cuMemsetD8_v2(d, v, n); }
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) { return cuMemsetD32_v2(d, v, n); }
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p) { return CUDA_ERROR_NOT_SUPPORTED; }
+
+/* ---- modules, functions, launches ---- */
+
+CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+  STICKY();
+  *m = calloc(1, sizeof **m);
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v) {
+  return cuModuleLoadData(m, image);
+}
+CUresult cuModuleUnload(CUmodule m) { free(m); return sticky; }
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name) { return CUDA_ERROR_NOT_FOUND; }
+
+/* Functions are leaked on purpose when the module goes: a real driver's
+ * handles die with it, and the worker never uses one after unloading. To
+ * keep the sanitizers quiet they are kept in a small pool instead. */
+static struct CUfunc_st functions[256];
+static size_t nfunctions;
+
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+  STICKY();
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++)
+    if (strcmp(kernels[i].name, name) == 0) {
+      struct CUfunc_st *fn = &functions[nfunctions++ % 256];
+      fn->name = kernels[i].name;
+      fn->run = kernels[i].run;
+      fn->module = m;
+      *f = fn;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
+  STICKY();
+  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 16 : 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) { STICKY(); return CUDA_SUCCESS; }
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t smem) {
+  *n = 8;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                        CUstream s, void **params, void **extra) {
+  STICKY();
+  if ((size_t)bx * by * bz > 1024 || !gx || !gy || !gz || !bx || !by || !bz)
+    return CUDA_ERROR_INVALID_VALUE;
+  kernel_args a = {params, (size_t)gx * gy * gz * bx * by * bz, f->module};
+  CUresult r = f->run(&a);
+  if (r != CUDA_SUCCESS)
+    sticky = r; /* reported by the next call, as a GPU reports it at the sync */
+  return CUDA_SUCCESS;
+}
+
+/* ---- streams and events ---- */
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) { *s = NULL; return sticky; }
+CUresult cuStreamDestroy_v2(CUstream s) { return sticky; }
+CUresult cuStreamSynchronize(CUstream s) { return sticky; }
+CUresult cuStreamQuery(CUstream s) { return sticky; }
+CUresult cuEventCreate(CUevent *e, unsigned int flags) {
+  STICKY();
+  *e = calloc(1, sizeof **e);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) {
+  STICKY();
+  clock_gettime(CLOCK_MONOTONIC, &e->at);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent e) { return sticky; }
+CUresult cuEventQuery(CUevent e) { return sticky; }
+CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
+  STICKY();
+  *ms = (float)((b->at.tv_sec - a->at.tv_sec) * 1e3 + (b->at.tv_nsec - a->at.tv_nsec) / 1e6);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy_v2(CUevent e) { free(e); return sticky; }

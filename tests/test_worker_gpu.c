@@ -1,0 +1,381 @@
+/* test_worker_gpu: the evaluation protocol on a real GPU, through the real
+ * worker. A saxpy kernel is the original; variants compiled with NVRTC break
+ * it in every way the protocol must catch, and each must show up in the
+ * field of ks_run_result meant for it:
+ *
+ *   same       identical code: every check clean
+ *   wrong      a*x - y: mismatches, first at index 0
+ *   skip_odd   writes even elements only: unwritten = mismatches = n/2
+ *   oob        writes out[n] too: the guard after "out"
+ *   mod_input  also zeroes x: changed_input "x"
+ *   nowrite    writes nothing: unwritten = n
+ *   racy       many blocks write the same 4096 slots: mismatches (the race
+ *              flag itself depends on scheduling and is only reported)
+ *   lazy       stops computing after 5 launches: seeds clean, the recheck
+ *              after timing fails
+ *   trap, null __trap() and a store through NULL: CRASHED, then the
+ *              restarted worker serves the next request
+ *   spin       never ends: TIMEOUT within the limit, then a restart
+ *   big block, missing function: LAUNCH_FAILED, LOAD_FAILED
+ *   f16        a copy and a copy off by one unit in the last place: within
+ *              the f16 tolerance, with a non-zero error reported
+ * plus timing of the original against itself (similar medians), and the
+ * device's ceilings.
+ *
+ * Without a driver or GPU it prints "SKIP: ..." and exits 77. It reports
+ * every case and fails at the end, so one run on a GPU shows everything. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ks_cuda.h"
+#include "ks_nvrtc.h"
+#include "ks_wire.h"
+#include "ks_worker.h"
+
+enum { SKIP = 77, N = (1 << 20) + 3 };
+
+static const char source[] =
+    "#define I (blockIdx.x * blockDim.x + threadIdx.x)\n"
+    "#define ARGS const float *x, const float *y, float *out, float a, int n\n"
+    "extern \"C\" __global__ void saxpy(ARGS) { int i = I; if (i < n) out[i] = a * x[i] + y[i]; }\n"
+    "extern \"C\" __global__ void same(ARGS) { int i = I; if (i < n) out[i] = a * x[i] + y[i]; }\n"
+    "extern \"C\" __global__ void wrong(ARGS) { int i = I; if (i < n) out[i] = a * x[i] - y[i]; }\n"
+    "extern \"C\" __global__ void skip_odd(ARGS) {\n"
+    "  int i = I; if (i < n && i % 2 == 0) out[i] = a * x[i] + y[i]; }\n"
+    "extern \"C\" __global__ void oob(ARGS) { int i = I; if (i <= n) out[i] = a * x[i] + y[i]; }\n"
+    "extern \"C\" __global__ void mod_input(ARGS) {\n"
+    "  int i = I; if (i < n) { out[i] = a * x[i] + y[i]; ((float *)x)[i] = 0; } }\n"
+    "extern \"C\" __global__ void nowrite(ARGS) { }\n"
+    "extern \"C\" __global__ void racy(ARGS) { int i = I; if (i < n) out[i & 4095] = x[i]; }\n"
+    "__device__ unsigned calls;\n"
+    "extern \"C\" __global__ void lazy(ARGS) {\n"
+    "  int i = I; if (calls >= 6) return;\n"
+    "  if (i < n) out[i] = a * x[i] + y[i];\n"
+    "  if (i == 0) atomicAdd(&calls, 1u); }\n"
+    "extern \"C\" __global__ void trap(ARGS) { int i = I; if (i == 77) __trap(); if (i < n) out[i] = 0; }\n"
+    "extern \"C\" __global__ void null(ARGS) {\n"
+    "  float *p = (float *)((size_t)out * (size_t)(n < 0)); /* NULL, unknown to the compiler */\n"
+    "  int i = I; if (i == 5) p[i] = 1; }\n"
+    "extern \"C\" __global__ void spin(ARGS) {  /* volatile global loads: ptxas keeps the loop */\n"
+    "  volatile const float *p = x; float first = p[0]; while (p[0] == first) { } }\n"
+    "extern \"C\" __global__ void copy_h(const unsigned short *x, unsigned short *out, int n) {\n"
+    "  int i = I; if (i < n) out[i] = x[i]; }\n"
+    "extern \"C\" __global__ void copy_h_ulp(const unsigned short *x, unsigned short *out, int n) {\n"
+    "  int i = I; if (i < n) out[i] = (x[i] & 0x7c00) == 0x7c00 ? x[i] : x[i] ^ 1; }\n";
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                     \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+typedef struct fixture {
+  ks_ctx *ctx;
+  ks_worker *worker;
+  ks_buf cubin;
+  ks_workload saxpy, half;
+  unsigned long long seeds[2];
+} fixture;
+
+static void saxpy_workload(ks_arena *a, ks_workload *w) {
+  *ks_array_push(a, &w->buffers) =
+      (ks_wbuffer){"x", KS_DT_F32, N, KS_ROLE_IN, KS_DIST_UNIFORM, -1, 1, -1, -1};
+  *ks_array_push(a, &w->buffers) =
+      (ks_wbuffer){"y", KS_DT_F32, N, KS_ROLE_IN, KS_DIST_NORMAL, 0, 1, -1, -1};
+  *ks_array_push(a, &w->buffers) =
+      (ks_wbuffer){"out", KS_DT_F32, N, KS_ROLE_OUT, KS_DIST_UNIFORM, 0, 0, -1, -1};
+  for (size_t i = 0; i < 3; i++)
+    *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = i};
+  *ks_array_push(a, &w->args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_F32, {false, 0, 2.0}};
+  *ks_array_push(a, &w->args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_I32, {true, N, 0}};
+  w->launch = (ks_launch_cfg){{(N + 255) / 256, 1, 1}, {256, 1, 1}, 0};
+}
+
+static void half_workload(ks_arena *a, ks_workload *w) {
+  *ks_array_push(a, &w->buffers) =
+      (ks_wbuffer){"x", KS_DT_F16, N, KS_ROLE_IN, KS_DIST_NORMAL, 0, 10, -1, -1};
+  *ks_array_push(a, &w->buffers) =
+      (ks_wbuffer){"out", KS_DT_F16, N, KS_ROLE_OUT, KS_DIST_UNIFORM, 0, 0, -1, -1};
+  for (size_t i = 0; i < 2; i++)
+    *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = i};
+  *ks_array_push(a, &w->args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_I32, {true, N, 0}};
+  w->launch = (ks_launch_cfg){{(N + 255) / 256, 1, 1}, {256, 1, 1}, 0};
+}
+
+/* Runs `cand` against `base` on `work`; prints a one-line summary. */
+static ks_run_result run(fixture *f, ks_worker *w, const ks_workload *work, const char *base,
+                         const char *cand, bool time, ks_arena *a) {
+  ks_run_request req = {.base = {f->cubin.data, f->cubin.len, base},
+                        .cand = {f->cubin.data, f->cubin.len, cand},
+                        .work = work,
+                        .seeds = f->seeds,
+                        .nseeds = time ? 1 : 2,
+                        .verify = true,
+                        .time = time,
+                        .recheck_seed = 99,
+                        .timing = {.max_seconds = 3}};
+  ks_run_result r;
+  long long t0 = ks_wire_now_ms();
+  if (ks_worker_run(f->ctx, w ? w : f->worker, &req, a, &r)) {
+    printf("  FAIL: ks_worker_run: %s\n", f->ctx->error);
+    failures++;
+    memset(&r, 0, sizeof r);
+    r.status = KS_RUN_CRASHED;
+    return r;
+  }
+  printf("%-10s %-13s %5lld ms", cand, ks_wire_status_name(r.status), ks_wire_now_ms() - t0);
+  if (r.error)
+    printf("  %s", r.error);
+  for (size_t i = 0; i < r.seeds.len; i++) {
+    const ks_seed_check *s = &r.seeds.items[i];
+    const ks_output_check *o = s->outputs.len ? &s->outputs.items[0] : NULL;
+    printf("\n    seed %llu: ", s->seed);
+    if (o)
+      printf("%s: %llu mismatches, %llu unwritten, max abs %.3g rel %.3g, first %lld "
+             "(%.6g vs %.6g); ", o->buffer, o->mismatches, o->unwritten, o->max_abs_error,
+             o->max_rel_error, o->first_mismatch, o->expected, o->got);
+    printf("race %d%s%s, base nondet %d, canary %s%s, base canary %s, changed input %s",
+           s->race, s->race_buffer ? " in " : "", s->race_buffer ? s->race_buffer : "",
+           s->base_nondeterministic, s->canary_buffer ? s->canary_buffer : "-",
+           s->canary_buffer ? (s->canary_before ? " (before)" : " (after)") : "",
+           s->base_canary_buffer ? s->base_canary_buffer : "-",
+           s->changed_input ? s->changed_input : "-");
+  }
+  if (r.timed)
+    printf("\n    timing: %zu + %zu samples, %u dropped, SM %.0f-%.0f MHz, %.2f s; recheck "
+           "%llu mismatches", r.timing.base_ms.len, r.timing.cand_ms.len,
+           r.timing.dropped_low_clock, r.timing.sm_clock_min_mhz, r.timing.sm_clock_max_mhz,
+           r.timing.seconds, r.timing.recheck.len ? r.timing.recheck.items[0].mismatches : 0);
+  printf("\n    registers %d/%d, spills %d/%d, static smem %d/%d\n", r.base_registers,
+         r.cand_registers, r.base_spill_bytes, r.cand_spill_bytes, r.base_static_smem,
+         r.cand_static_smem);
+  return r;
+}
+
+static const ks_output_check *out0(const ks_run_result *r, size_t seed) {
+  static const ks_output_check none = {.first_mismatch = -1};
+  if (seed >= r->seeds.len || !r->seeds.items[seed].outputs.len)
+    return &none;
+  return &r->seeds.items[seed].outputs.items[0];
+}
+
+static void expect_clean(const ks_run_result *r, const char *what) {
+  EXPECT(r->status == KS_RUN_OK, "%s: %s", what, r->error ? r->error : "");
+  EXPECT(r->seeds.len >= 1, "%s: no seeds", what);
+  for (size_t i = 0; i < r->seeds.len; i++) {
+    const ks_seed_check *s = &r->seeds.items[i];
+    EXPECT(out0(r, i)->mismatches == 0 && out0(r, i)->unwritten == 0, "%s", what);
+    EXPECT(!s->race && !s->base_nondeterministic && !s->canary_buffer && !s->base_canary_buffer &&
+           !s->changed_input, "%s", what);
+  }
+}
+
+static double median(const ks_samples *s) {
+  double *x = malloc((s->len ? s->len : 1) * sizeof *x);
+  memcpy(x, s->items, s->len * sizeof *x);
+  for (size_t i = 1; i < s->len; i++) /* insertion sort: a few hundred samples */
+    for (size_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
+      double t = x[j];
+      x[j] = x[j - 1];
+      x[j - 1] = t;
+    }
+  double m = s->len ? (s->len % 2 ? x[s->len / 2] : (x[s->len / 2 - 1] + x[s->len / 2]) / 2) : 0;
+  free(x);
+  return m;
+}
+
+static void cases(fixture *f, ks_arena *a) {
+  ks_run_result r = run(f, NULL, &f->saxpy, "saxpy", "same", false, a);
+  expect_clean(&r, "same");
+  EXPECT(r.seeds.len == 2, "two seeds");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "wrong", false, a);
+  EXPECT(r.status == KS_RUN_OK && out0(&r, 0)->mismatches > N / 2 &&
+         out0(&r, 0)->first_mismatch >= 0, "wrong: mismatches");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "skip_odd", false, a);
+  EXPECT(out0(&r, 0)->unwritten == N / 2 && out0(&r, 0)->mismatches == N / 2 &&
+         out0(&r, 0)->first_mismatch == 1, "skip_odd: unwritten %llu", out0(&r, 0)->unwritten);
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "oob", false, a);
+  EXPECT(r.seeds.len && r.seeds.items[0].canary_buffer &&
+         strcmp(r.seeds.items[0].canary_buffer, "out") == 0 && !r.seeds.items[0].canary_before &&
+         out0(&r, 0)->mismatches == 0, "oob: guard after out");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "mod_input", false, a);
+  EXPECT(r.seeds.len && r.seeds.items[0].changed_input &&
+         strcmp(r.seeds.items[0].changed_input, "x") == 0, "mod_input: changed x");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "nowrite", false, a);
+  EXPECT(out0(&r, 0)->unwritten == N && out0(&r, 0)->mismatches == N, "nowrite");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "racy", false, a);
+  EXPECT(out0(&r, 0)->mismatches > 0, "racy: mismatches");
+  if (r.seeds.len && !r.seeds.items[0].race)
+    printf("  NOTE: racy: the two runs happened to agree (scheduling)\n");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "trap", false, a);
+  EXPECT(r.status == KS_RUN_CRASHED && r.error_kernel && strcmp(r.error_kernel, "cand") == 0,
+         "trap: crashed in cand");
+  r = run(f, NULL, &f->saxpy, "saxpy", "same", false, a);
+  expect_clean(&r, "same after trap");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "null", false, a);
+  EXPECT(r.status == KS_RUN_CRASHED && r.error && strstr(r.error, "ILLEGAL_ADDRESS"),
+         "null: illegal address");
+  r = run(f, NULL, &f->saxpy, "saxpy", "same", false, a);
+  expect_clean(&r, "same after null");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "missing_fn", false, a);
+  EXPECT(r.status == KS_RUN_LOAD_FAILED && r.error_kernel && strcmp(r.error_kernel, "cand") == 0,
+         "missing function: load failed");
+
+  ks_workload wide = f->saxpy;
+  ks_run_request req = {.base = {f->cubin.data, f->cubin.len, "saxpy"},
+                        .cand = {f->cubin.data, f->cubin.len, "same"},
+                        .work = &wide,
+                        .cand_launch = {{1, 1, 1}, {2048, 1, 1}, 0},
+                        .seeds = f->seeds,
+                        .nseeds = 1,
+                        .verify = true};
+  EXPECT(ks_worker_run(f->ctx, f->worker, &req, a, &r) == 0 && r.status == KS_RUN_LAUNCH_FAILED,
+         "2048-thread block: launch failed (%s)", r.error ? r.error : "");
+  printf("big block  %-13s %s\n", ks_wire_status_name(r.status), r.error ? r.error : "");
+
+  r = run(f, NULL, &f->half, "copy_h", "copy_h_ulp", false, a);
+  /* |x| stays below 64, where an f16 ulp is at most 2^-5. */
+  EXPECT(r.status == KS_RUN_OK && out0(&r, 0)->mismatches == 0 &&
+         out0(&r, 0)->max_abs_error > 0 && out0(&r, 0)->max_abs_error <= 0.0625,
+         "f16: one ulp within tolerance");
+  r = run(f, NULL, &f->half, "copy_h", "copy_h", false, a);
+  expect_clean(&r, "f16 copy");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "lazy", true, a);
+  EXPECT(r.status == KS_RUN_OK && out0(&r, 0)->mismatches == 0, "lazy: seeds pass");
+  EXPECT(r.timed && r.timing.recheck.len && r.timing.recheck.items[0].mismatches > 0,
+         "lazy: caught by the recheck");
+
+  r = run(f, NULL, &f->saxpy, "saxpy", "same", true, a);
+  EXPECT(r.status == KS_RUN_OK && r.timed, "timing: %s", r.error ? r.error : "");
+  EXPECT(r.timing.base_ms.len >= 10 && r.timing.cand_ms.len >= 10, "timing: samples");
+  EXPECT(r.timing.recheck.len && r.timing.recheck.items[0].mismatches == 0, "timing: recheck");
+  double mb = median(&r.timing.base_ms), mc = median(&r.timing.cand_ms);
+  printf("    medians: base %.4f ms, cand %.4f ms (ratio %.3f)\n", mb, mc, mc / mb);
+  EXPECT(mb > 0 && fabs(mc / mb - 1) < 0.15, "timing: similar medians %.4f %.4f", mb, mc);
+}
+
+/* An endless kernel, with a short limit on a worker of its own. */
+static void timeout_case(fixture *f, ks_arena *a) {
+  ks_worker_options o = {.timeout_ms = 8000};
+  ks_worker *w = NULL;
+  if (ks_worker_start(f->ctx, &o, &w)) {
+    EXPECT(false, "start: %s", f->ctx->error);
+    return;
+  }
+  /* Let the worker open the device first, so the limit measures the kernel. */
+  ks_device_info d;
+  EXPECT(ks_worker_hello(f->ctx, w, &d) == 0, "hello: %s", f->ctx->error);
+  long long t0 = ks_wire_now_ms();
+  ks_run_result r = run(f, w, &f->saxpy, "saxpy", "spin", false, a);
+  long long took = ks_wire_now_ms() - t0;
+  EXPECT(r.status == KS_RUN_TIMEOUT && took < 8000 + 3000, "spin: timeout (%lld ms)", took);
+  r = run(f, w, &f->saxpy, "saxpy", "same", false, a);
+  expect_clean(&r, "same after spin");
+  ks_worker_stop(w);
+}
+
+static void ceilings(fixture *f, const char *arch) {
+  ks_buf cubin = KS_BUF_INIT;
+  const char *options[] = {arch};
+  ks_nvrtc_unit unit = {.source = ks_ceiling_kernels, .name = "ks_ceilings.cu",
+                        .options = options, .noptions = 1};
+  if (ks_nvrtc_compile(f->ctx, &unit, &cubin, NULL)) {
+    EXPECT(false, "ceilings compile: %s", f->ctx->error);
+    return;
+  }
+  ks_module copy = {cubin.data, cubin.len, "ks_copy"}, fma = {cubin.data, cubin.len, "ks_fma"};
+  ks_ceilings c;
+  long long t0 = ks_wire_now_ms();
+  int rc = ks_worker_ceilings(f->ctx, f->worker, &copy, &fma, &c);
+  EXPECT(rc == 0, "ceilings: %s", f->ctx->error);
+  if (rc == 0)
+    printf("ceilings: copy %.3f TB/s (read + write), FMA %.2f TFLOP/s, %lld ms\n",
+           c.bandwidth / 1e12, c.flops_fp32 / 1e12, ks_wire_now_ms() - t0);
+  /* The CPU stand-in (KS_FAKE_CUDA) measures nothing real. */
+  EXPECT(rc || getenv("KS_FAKE_CUDA") || (c.bandwidth > 1e11 && c.flops_fp32 > 1e12),
+         "ceilings: plausible");
+  ks_buf_release(&cubin);
+}
+
+int main(void) {
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test_worker_gpu");
+  /* KS_FAKE_CUDA names the directory of the CPU stand-in for libcuda.so.1
+   * (tests/fake_cuda.c): the worker gets it, this process does not (NVRTC
+   * here looks for a real driver and trips over the stand-in). */
+  const char *fake = getenv("KS_FAKE_CUDA");
+  if (fake && *fake) {
+    setenv("LD_LIBRARY_PATH", fake, 1);
+    printf("using the CPU stand-in for the driver in %s\n", fake);
+    goto go;
+  }
+  ks_cuda cu;
+  if (ks_cuda_load(&ctx, &cu)) {
+    printf("SKIP: no CUDA driver/GPU (%s)\n", ctx.error);
+    ks_ctx_release(&ctx);
+    return SKIP;
+  }
+  int count = ks_cuda_devices(&ctx, &cu, NULL, 0);
+  ks_cuda_unload(&cu);
+  if (count <= 0) {
+    printf("SKIP: no CUDA driver/GPU (the driver sees no device)\n");
+    ks_ctx_release(&ctx);
+    return SKIP;
+  }
+go:;
+  ks_arena a = KS_ARENA_INIT;
+  fixture f = {.ctx = &ctx, .cubin = KS_BUF_INIT, .seeds = {1, 0xfeedfacecafebeefull}};
+  ks_device_info d;
+  ks_worker_options o = {0};
+  if (ks_worker_start(&ctx, &o, &f.worker) || ks_worker_hello(&ctx, f.worker, &d)) {
+    printf("FAIL: worker: %s\n", ctx.error);
+    failures++;
+    goto out;
+  }
+  printf("device: %s, sm_%d%d, %d SMs, L2 %llu MiB, driver %d (%s), %s, max SM clock %d MHz, "
+         "peak %.2f TB/s\n", d.name, d.cc_major, d.cc_minor, d.sm_count, d.l2_bytes >> 20,
+         d.driver_version, d.driver, d.uuid, d.sm_clock_max_mhz, d.peak_bandwidth / 1e12);
+  char arch[32];
+  snprintf(arch, sizeof arch, "-arch=sm_%d%d", d.cc_major, d.cc_minor);
+  const char *options[] = {arch};
+  ks_nvrtc_unit unit = {.source = source, .name = "worker_cases.cu", .options = options,
+                        .noptions = 1};
+  ks_buf log = KS_BUF_INIT;
+  if (ks_nvrtc_compile(&ctx, &unit, &f.cubin, &log)) {
+    printf("FAIL: compile: %s\n%s", ctx.error, log.data);
+    ks_buf_release(&log);
+    failures++;
+    goto out;
+  }
+  ks_buf_release(&log);
+  saxpy_workload(&a, &f.saxpy);
+  half_workload(&a, &f.half);
+  cases(&f, &a);
+  timeout_case(&f, &a);
+  ceilings(&f, arch);
+out:
+  ks_worker_stop(f.worker);
+  ks_buf_release(&f.cubin);
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+  printf(failures ? "FAIL: %d checks\n" : "PASS\n", failures);
+  return failures ? 1 : 0;
+}

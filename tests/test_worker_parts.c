@@ -1,0 +1,277 @@
+/* test_worker_parts: the worker's host-side arithmetic, without a device:
+ * half and bfloat16 conversions, every input distribution, scalar argument
+ * bytes, poison patterns, default tolerances and timing options, and the
+ * element comparison that decides mismatches and unwritten elements (run on
+ * host slots filled by hand). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker.h"
+
+static void half_conversions(void **state) {
+  assert_int_equal(wk_f32_to_f16(1.0f), 0x3C00);
+  assert_int_equal(wk_f32_to_f16(-2.0f), 0xC000);
+  assert_int_equal(wk_f32_to_f16(65504.0f), 0x7BFF);
+  assert_int_equal(wk_f32_to_f16(65520.0f), 0x7C00); /* rounds to infinity */
+  assert_int_equal(wk_f32_to_f16(5.9604645e-8f), 0x0001); /* smallest subnormal */
+  assert_int_equal(wk_f32_to_f16(2.0e-8f), 0x0000);
+  assert_int_equal(wk_f32_to_f16(1.0f + 1.0f / 2048), 0x3C00); /* a tie: to even */
+  assert_int_equal(wk_f32_to_f16(1.0f + 3.0f / 2048), 0x3C02);
+  assert_true(isnan(wk_f16_to_f32(wk_f32_to_f16(NAN))));
+  /* Every half that is not a signalling NaN survives the round trip. */
+  for (unsigned h = 0; h < 0x10000; h++) {
+    bool nan = (h & 0x7C00) == 0x7C00 && (h & 0x3FF);
+    if (nan && !(h & 0x200))
+      continue;
+    assert_int_equal(wk_f32_to_f16(wk_f16_to_f32((unsigned short)h)), h);
+  }
+  assert_int_equal(wk_f32_to_bf16(1.0f), 0x3F80);
+  assert_int_equal(wk_f32_to_bf16(1.0f + 1.0f / 256), 0x3F80); /* tie to even */
+  assert_int_equal(wk_f32_to_bf16(1.0f + 3.0f / 256), 0x3F82);
+  assert_true(wk_bf16_to_f32(0xC040) == -3.0f);
+  assert_true(isnan(wk_bf16_to_f32(wk_f32_to_bf16(NAN))));
+}
+
+static ks_wbuffer buffer(ks_dtype t, unsigned long long n, ks_dist_kind d, double a, double b) {
+  return (ks_wbuffer){"b", t, n, KS_ROLE_IN, d, a, b, -1, -1};
+}
+
+static void distributions(void **state) {
+  enum { N = 100000 };
+  float *f = malloc(N * sizeof *f), *g = malloc(N * sizeof *g);
+  ks_wbuffer b = buffer(KS_DT_F32, N, KS_DIST_UNIFORM, -2, 3);
+  wk_fill(&b, 7, 0, f);
+  for (int i = 0; i < N; i++)
+    assert_true(f[i] >= -2 && f[i] < 3);
+  wk_fill(&b, 7, 0, g);
+  assert_memory_equal(f, g, N * sizeof *f); /* deterministic */
+  wk_fill(&b, 7, 1, g);
+  assert_memory_not_equal(f, g, N * sizeof *f); /* another buffer index */
+  wk_fill(&b, 8, 0, g);
+  assert_memory_not_equal(f, g, N * sizeof *f); /* another seed */
+
+  b = buffer(KS_DT_F32, N, KS_DIST_NORMAL, 5, 2);
+  wk_fill(&b, 1, 0, f);
+  double mean = 0, var = 0;
+  for (int i = 0; i < N; i++)
+    mean += f[i];
+  mean /= N;
+  for (int i = 0; i < N; i++)
+    var += (f[i] - mean) * (f[i] - mean);
+  assert_true(fabs(mean - 5) < 0.05 && fabs(sqrt(var / N) - 2) < 0.05);
+
+  int32_t *k = malloc(N * sizeof *k);
+  b = buffer(KS_DT_I32, N, KS_DIST_INT, -3, 3);
+  wk_fill(&b, 1, 0, k);
+  int seen[7] = {0};
+  for (int i = 0; i < N; i++) {
+    assert_true(k[i] >= -3 && k[i] <= 3);
+    seen[k[i] + 3]++;
+  }
+  for (int i = 0; i < 7; i++)
+    assert_true(seen[i] > N / 10); /* both ends included */
+
+  b = buffer(KS_DT_I32, N, KS_DIST_PERMUTATION, 0, 0);
+  wk_fill(&b, 1, 0, k);
+  char *hit = calloc(N, 1);
+  for (int i = 0; i < N; i++) {
+    assert_true(k[i] >= 0 && k[i] < N && !hit[k[i]]);
+    hit[k[i]] = 1;
+  }
+  free(hit);
+
+  b = buffer(KS_DT_I32, 1001, KS_DIST_SORTED_INT, 0, 50000);
+  wk_fill(&b, 3, 2, k);
+  assert_int_equal(k[0], 0);
+  assert_int_equal(k[1000], 50000);
+  for (int i = 1; i < 1001; i++)
+    assert_true(k[i] >= k[i - 1]);
+  assert_true(k[500] > 15000 && k[500] < 35000); /* spread, not piled at one end */
+
+  b = buffer(KS_DT_I32, 10, KS_DIST_IOTA, 5, 0);
+  wk_fill(&b, 1, 0, k);
+  for (int i = 0; i < 10; i++)
+    assert_int_equal(k[i], 5 + i);
+  b = buffer(KS_DT_F32, 10, KS_DIST_CONSTANT, 0.25, 0);
+  wk_fill(&b, 1, 0, f);
+  for (int i = 0; i < 10; i++)
+    assert_true(f[i] == 0.25f);
+
+  /* Integers saturate at the type's range instead of wrapping. */
+  uint8_t *u = malloc(N);
+  b = buffer(KS_DT_U8, N, KS_DIST_UNIFORM, -100, 400);
+  wk_fill(&b, 1, 0, u);
+  int zeros = 0, maxes = 0;
+  for (int i = 0; i < N; i++)
+    zeros += u[i] == 0, maxes += u[i] == 255;
+  assert_true(zeros > 0 && maxes > 0);
+
+  /* Half: the bits of the rounded value. */
+  unsigned short h[4];
+  b = buffer(KS_DT_F16, 4, KS_DIST_IOTA, 1, 0);
+  wk_fill(&b, 1, 0, h);
+  assert_int_equal(h[0], 0x3C00);
+  assert_int_equal(h[1], 0x4000);
+  assert_true(wk_elem_double(KS_DT_F16, h, 3) == 4.0);
+  free(f), free(g), free(k), free(u);
+}
+
+static void scalars_and_patterns(void **state) {
+  unsigned char b[8];
+  wk_scalar_bytes(KS_DT_I32, (ks_value){true, -1, 0}, b);
+  assert_memory_equal(b, "\xff\xff\xff\xff\0\0\0\0", 8);
+  wk_scalar_bytes(KS_DT_U8, (ks_value){true, 300, 0}, b);
+  assert_int_equal(b[0], 44);
+  wk_scalar_bytes(KS_DT_F32, (ks_value){true, 3, 0}, b);
+  float f;
+  memcpy(&f, b, 4);
+  assert_true(f == 3.0f);
+  wk_scalar_bytes(KS_DT_F16, (ks_value){false, 0, 1.5}, b);
+  assert_int_equal(b[0] | b[1] << 8, 0x3E00);
+  wk_scalar_bytes(KS_DT_I64, (ks_value){false, 0, -2.6}, b);
+  long long ll;
+  memcpy(&ll, b, 8);
+  assert_true(ll == -3);
+
+  static const ks_dtype floats[] = {KS_DT_F16, KS_DT_BF16, KS_DT_F32, KS_DT_F64};
+  for (size_t i = 0; i < 4; i++) {
+    wk_poison_bytes(floats[i], 1, b);
+    assert_true(isnan(wk_elem_double(floats[i], b, 0)));
+    wk_poison_bytes(floats[i], 2, b);
+    double v = wk_elem_double(floats[i], b, 0);
+    assert_true(isfinite(v) && v < -6e4);
+  }
+  wk_poison_bytes(KS_DT_F64, 1, b);
+  assert_memory_equal(b, b + 4, 4); /* one 32-bit memset writes it */
+  wk_poison_bytes(KS_DT_I16, 2, b);
+  assert_memory_equal(b, "\xa5\xa5\xa5\xa5\xa5\xa5\xa5\xa5", 8);
+}
+
+static void defaults(void **state) {
+  double atol, rtol;
+  ks_wbuffer b = buffer(KS_DT_F32, 1, KS_DIST_UNIFORM, 0, 1);
+  wk_tolerance(&b, &atol, &rtol);
+  assert_true(atol == 1e-5 && rtol == 1e-4);
+  b.atol = 0;
+  wk_tolerance(&b, &atol, &rtol);
+  assert_true(atol == 0 && rtol == 1e-4);
+  b = buffer(KS_DT_I32, 1, KS_DIST_UNIFORM, 0, 1);
+  wk_tolerance(&b, &atol, &rtol);
+  assert_true(atol == 0 && rtol == 0);
+  ks_timing_options t = {0};
+  wk_timing_defaults(&t);
+  assert_int_equal(t.min_samples, 10);
+  assert_int_equal(t.max_samples, 200);
+  assert_true(t.target_rsd == 0.005 && t.max_seconds == 5 && t.min_clock_fraction == 0.75);
+  t = (ks_timing_options){.min_samples = 50, .max_samples = 20};
+  wk_timing_defaults(&t);
+  assert_int_equal(t.max_samples, 50);
+  double x[] = {5, 1, 3, 2};
+  assert_true(wk_median(x, 4) == 2.5);
+}
+
+/* One output buffer of `n` floats with host slots only. */
+typedef struct host_case {
+  ks_wbuffer spec;
+  wk_buffer buf;
+  wk_buffers bufs;
+  float want[8], got[8], second[8], input[8];
+} host_case;
+
+static void host_case_init(host_case *c, ks_role role) {
+  memset(c, 0, sizeof *c);
+  c->spec = (ks_wbuffer){"out", KS_DT_F32, 8, role, KS_DIST_UNIFORM, 0, 0, -1, -1};
+  c->buf.spec = &c->spec;
+  c->buf.esize = 4;
+  c->buf.bytes = 32;
+  c->buf.slot[0] = (unsigned char *)c->want;
+  c->buf.slot[1] = (unsigned char *)c->second;
+  c->buf.slot[2] = (unsigned char *)c->got;
+  c->buf.input = (unsigned char *)c->input;
+  c->bufs.items = &c->buf;
+  c->bufs.len = 1;
+}
+
+static float poison(int which) {
+  unsigned char b[8];
+  float f;
+  wk_poison_bytes(KS_DT_F32, which, b);
+  memcpy(&f, b, 4);
+  return f;
+}
+
+static void comparisons(void **state) {
+  host_case c;
+  host_case_init(&c, KS_ROLE_OUT);
+  for (int i = 0; i < 8; i++)
+    c.want[i] = c.got[i] = c.second[i] = (float)i + 1;
+  c.got[1] = c.want[1] * (1 + 5e-5f);  /* within rtol 1e-4 */
+  c.got[2] = c.want[2] + 1e-3f;        /* beyond */
+  c.want[3] = NAN, c.got[3] = NAN;     /* both NaN: equal */
+  c.want[4] = 0.0f, c.got[4] = -0.0f;  /* equal values, other bits */
+  c.got[5] = poison(1), c.second[5] = poison(2); /* never written */
+  c.want[6] = INFINITY, c.got[6] = -INFINITY;
+  ks_arena a = KS_ARENA_INIT;
+  ks_output_checks out = {0};
+  wk_compare_outputs(&a, &c.bufs, 0, 2, 1, &out);
+  assert_int_equal(out.len, 1);
+  ks_output_check *k = &out.items[0];
+  assert_string_equal(k->buffer, "out");
+  assert_int_equal(k->count, 8);
+  assert_int_equal(k->mismatches, 3); /* 2, 5, 6 */
+  assert_int_equal(k->unwritten, 1);
+  assert_int_equal(k->first_mismatch, 2);
+  assert_true(k->expected == 3.0 && fabs(k->got - 3.001) < 1e-6);
+  assert_true(fabs(k->max_abs_error - 1e-3) < 1e-6);
+
+  /* Poison where the original wrote nothing either: not "unwritten". */
+  host_case_init(&c, KS_ROLE_OUT);
+  c.want[0] = c.got[0] = poison(1), c.second[0] = poison(2);
+  out = (ks_output_checks){0};
+  wk_compare_outputs(&a, &c.bufs, 0, 2, 1, &out);
+  assert_int_equal(out.items[0].unwritten, 0);
+  assert_int_equal(out.items[0].mismatches, 0);
+
+  /* In place: an element left at its input where the original changed it. */
+  host_case_init(&c, KS_ROLE_INOUT);
+  for (int i = 0; i < 8; i++)
+    c.input[i] = (float)i, c.want[i] = c.got[i] = 2.0f * (float)i;
+  c.got[3] = c.input[3];
+  out = (ks_output_checks){0};
+  wk_compare_outputs(&a, &c.bufs, 0, 2, -1, &out);
+  assert_int_equal(out.items[0].unwritten, 1);
+  assert_int_equal(out.items[0].mismatches, 1);
+
+  /* Integers: exact unless a tolerance is given. */
+  host_case_init(&c, KS_ROLE_OUT);
+  c.spec.dtype = KS_DT_I32;
+  int32_t want[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[8] = {1, 2, 3, 4, 5, 6, 7, 9};
+  c.buf.slot[0] = (unsigned char *)want;
+  c.buf.slot[2] = (unsigned char *)got;
+  c.buf.slot[1] = (unsigned char *)got;
+  out = (ks_output_checks){0};
+  wk_compare_outputs(&a, &c.bufs, 0, 2, 1, &out);
+  assert_int_equal(out.items[0].mismatches, 1);
+  assert_true(out.items[0].max_abs_error == 1);
+  c.spec.atol = 1;
+  out = (ks_output_checks){0};
+  wk_compare_outputs(&a, &c.bufs, 0, 2, 1, &out);
+  assert_int_equal(out.items[0].mismatches, 0);
+  ks_arena_release(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(half_conversions), cmocka_unit_test(distributions),
+      cmocka_unit_test(scalars_and_patterns), cmocka_unit_test(defaults),
+      cmocka_unit_test(comparisons),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
