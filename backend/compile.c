@@ -47,9 +47,6 @@ int ks_compiler_init(ks_ctx *ctx, ks_compiler *c, const char *arch, const char *
     add_option(c, "-I", cccl);
   free(cccl);
   add_option(c, "", "-lineinfo");
-  /* The source's own directory is never searched: a candidate sees only
-   * the toolkit's headers. */
-  add_option(c, "", "--no-source-include");
   if (cache_dir)
     c->cache_dir = ks_arena_strdup(&c->arena, cache_dir);
   return 0;

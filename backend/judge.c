@@ -151,16 +151,31 @@ void ks_judge_close(ks_judge *j) {
 }
 
 int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
-  ks_compile_unit unit = {.name = ks_arena_printf(arena, "%s.cu", s->kernel),
-                          .source = s->slice_source,
-                          .name_expressions = &s->name_expression,
-                          .nnames = 1};
-  ks_compile_result r;
-  if (ks_compile(ctx, &j->compiler, &unit, 1, arena, &r))
+  if (s->fp64_reference && (!s->ref_source || !s->ref_name_expression))
+    return ks_fail(ctx, "kernel '%s': the spec asks for an fp64 reference, and there is no "
+                        "fp64 twin of its slice", s->kernel);
+  ks_compile_unit units[2] = {{.name = ks_arena_printf(arena, "%s.cu", s->kernel),
+                               .source = s->slice_source,
+                               .name_expressions = &s->name_expression,
+                               .nnames = 1},
+                              {.name = ks_arena_printf(arena, "%s.fp64.cu", s->kernel),
+                               .source = s->ref_source,
+                               .name_expressions = &s->ref_name_expression,
+                               .nnames = 1}};
+  ks_compile_result r[2];
+  if (ks_compile(ctx, &j->compiler, units, s->fp64_reference ? 2 : 1, arena, r))
     return -1;
-  if (r.status != KS_COMPILE_OK)
-    return ks_fail(ctx, "the original kernel does not compile with NVRTC: %s", r.reason);
-  s->base = (ks_module){r.cubin, r.cubin_size, r.lowered[0]};
+  if (r[0].status != KS_COMPILE_OK)
+    return ks_fail(ctx, "the original kernel does not compile with NVRTC: %s", r[0].reason);
+  s->base = (ks_module){r[0].cubin, r[0].cubin_size, r[0].lowered[0]};
+  s->ref = (ks_module){0};
+  if (!s->fp64_reference)
+    return 0;
+  if (r[1].status != KS_COMPILE_OK)
+    return ks_fail(ctx, "kernel '%s': its fp64 twin (the fp64 reference the spec asks for) does "
+                        "not compile with NVRTC: %s",
+                   s->kernel, r[1].reason);
+  s->ref = (ks_module){r[1].cubin, r[1].cubin_size, r[1].lowered[0]};
   return 0;
 }
 
@@ -206,6 +221,19 @@ static const char *seed_problem(ks_arena *a, const ks_seed_check *sc, const char
                              fmt_value(a, o->expected), fmt_value(a, o->got), o->max_abs_error,
                              o->max_rel_error, size, sc->seed);
   }
+  for (size_t i = 0; i < sc->outputs.len; i++) {
+    const ks_output_check *o = &sc->outputs.items[i];
+    if (o->has_ref && o->ref_mismatches)
+      return ks_arena_printf(a, "lowers precision: output '%s' is further from the fp64 "
+                                "reference than the original at %llu of %llu elements: max rel "
+                                "error vs the fp64 reference %.3g (original's %.3g), max abs "
+                                "%.3g (original's %.3g); first at index %lld: reference %s, got "
+                                "%s, original %s (size '%s', seed %llu)",
+                             o->buffer, o->ref_mismatches, o->count, o->ref_cand_max_rel,
+                             o->ref_base_max_rel, o->ref_cand_max_abs, o->ref_base_max_abs,
+                             o->ref_first_mismatch, fmt_value(a, o->ref_value),
+                             fmt_value(a, o->ref_got), fmt_value(a, o->ref_base), size, sc->seed);
+  }
   if (sc->race)
     return ks_arena_printf(a, "a race: a second run with another sentinel gave a different "
                               "'%s' (size '%s')",
@@ -219,10 +247,16 @@ static ks_verdict status_verdict(ks_run_status st) {
 
 static void fill_errors(ks_eval *e, const ks_seed_check *sc) {
   for (size_t i = 0; i < sc->outputs.len; i++) {
-    if (sc->outputs.items[i].max_abs_error > e->max_abs_error)
-      e->max_abs_error = sc->outputs.items[i].max_abs_error;
-    if (sc->outputs.items[i].max_rel_error > e->max_rel_error)
-      e->max_rel_error = sc->outputs.items[i].max_rel_error;
+    const ks_output_check *o = &sc->outputs.items[i];
+    e->max_abs_error = fmax(e->max_abs_error, o->max_abs_error);
+    e->max_rel_error = fmax(e->max_rel_error, o->max_rel_error);
+    if (!o->has_ref)
+      continue;
+    e->has_ref = true;
+    e->ref_base_max_abs = fmax(e->ref_base_max_abs, o->ref_base_max_abs);
+    e->ref_base_max_rel = fmax(e->ref_base_max_rel, o->ref_base_max_rel);
+    e->ref_cand_max_abs = fmax(e->ref_cand_max_abs, o->ref_cand_max_abs);
+    e->ref_cand_max_rel = fmax(e->ref_cand_max_rel, o->ref_cand_max_rel);
   }
 }
 
@@ -378,9 +412,9 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
       unsigned long long *seeds = ks_arena_alloc(a, nseeds * sizeof *seeds);
       for (unsigned k = 0; k < nseeds; k++)
         seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);
-      ks_run_request req = {.base = s->base, .cand = cand, .work = &s->workloads[i],
-                            .cand_launch = c->launches[i], .seeds = seeds, .nseeds = nseeds,
-                            .verify = true};
+      ks_run_request req = {.base = s->base, .cand = cand, .ref = s->ref,
+                            .work = &s->workloads[i], .cand_launch = c->launches[i],
+                            .seeds = seeds, .nseeds = nseeds, .verify = true};
       ks_run_result vr;
       if (run(ctx, j, &req, a, &vr))
         return -1;
@@ -391,6 +425,11 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
       e->cand_spills = rr->cand_spill_bytes;
       e->base_smem = rr->base_static_smem;
       e->cand_smem = rr->cand_static_smem;
+      /* The reference is the original's, not the candidate's: its failure
+       * leaves nothing to judge against. */
+      if (rr->status != KS_RUN_OK && rr->error_kernel && !strcmp(rr->error_kernel, "ref"))
+        return ks_fail(ctx, "kernel '%s': its fp64 reference failed on size '%s': %s", s->kernel,
+                       sr->size, rr->error ? rr->error : "failed");
       if (rr->status != KS_RUN_OK) {
         const char *who = !rr->error_kernel ? ""
                           : !strcmp(rr->error_kernel, "base") ? ", in the original"

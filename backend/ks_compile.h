@@ -34,7 +34,9 @@ typedef struct ks_compiler {
 } ks_compiler;
 
 /* arch "sm_90"; cache_dir may be NULL. Adds -arch, -std=c++17, the toolkit's
- * include directories, -lineinfo and --no-source-include. */
+ * include directories and -lineinfo. (Not --no-source-include: it also
+ * hides the headers the toolkit's own headers include by relative path; the
+ * candidate rules keep a candidate to the toolkit's headers instead.) */
 int ks_compiler_init(ks_ctx *ctx, ks_compiler *c, const char *arch, const char *cache_dir);
 void ks_compiler_release(ks_compiler *c);
 

@@ -67,19 +67,27 @@ int ks_judge_open(ks_ctx *ctx, ks_judge *j, const ks_judge_options *opts);
 void ks_judge_close(ks_judge *j);
 
 /* What is judged: the original kernel (its slice), its workloads (the spec
- * resolved for every size set) and the name expression of the instance. */
+ * resolved for every size set) and the name expression of the instance;
+ * with `reference fp64` in the spec, also the slice's double-precision twin
+ * (docs/judge.md, "The fp64 reference"). */
 typedef struct ks_subject {
   const char *kernel;            /* qualified name, for reports */
   const char *slice_source;      /* from ks_slice_kernel */
   const char *name_expression;   /* the original's instance */
   const ks_workload *workloads;  /* one per size set */
   size_t nworkloads;
+  bool fp64_reference;           /* the spec's `reference fp64` */
+  const char *ref_source;        /* the slice's fp64 twin (ks_slice_to_fp64) */
+  const char *ref_name_expression; /* the instance in the twin ("k<double>") */
   /* filled by ks_judge_prepare: */
   ks_module base;
+  ks_module ref;                 /* the twin, compiled; cubin NULL: none */
   int base_registers;
 } ks_subject;
 
-/* Compiles the original. */
+/* Compiles the original, and its fp64 twin when the subject asks for the
+ * reference (a twin that does not compile is an error: the spec asks for
+ * what cannot be given). */
 int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena);
 
 /* Per size set, what verification saw. */
@@ -104,6 +112,11 @@ typedef struct ks_eval {
   /* correctness */
   ks_size_reports sizes;
   double max_abs_error, max_rel_error;
+  /* accuracy against the fp64 reference, the largest errors over every
+   * size set, seed and floating-point output (has_ref: it ran) */
+  bool has_ref;
+  double ref_base_max_abs, ref_base_max_rel;   /* the original's */
+  double ref_cand_max_abs, ref_cand_max_rel;   /* the variant's */
   /* timing, on the timed size */
   bool timed;
   unsigned base_samples, cand_samples, dropped_low_clock;

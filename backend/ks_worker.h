@@ -69,6 +69,12 @@ typedef struct ks_timing_options {
 typedef struct ks_run_request {
   ks_module base;            /* the original kernel (always) */
   ks_module cand;            /* the variant; cubin NULL: time base alone */
+  ks_module ref;             /* the original's fp64 twin (docs/judge.md, "The
+                                fp64 reference"); cubin NULL: none. With a
+                                candidate and `verify`, it runs on every
+                                seed's inputs widened (f32 -> f64), with the
+                                original's launch, and both kernels' float
+                                outputs are measured against it */
   const ks_workload *work;   /* buffers, args and the original's launch */
   ks_launch_cfg cand_launch; /* the variant's launch (its policy, evaluated) */
   const unsigned long long *seeds; /* one fresh input set each */
@@ -103,6 +109,19 @@ typedef struct ks_output_check {
   long long first_mismatch;  /* index, -1 when none */
   double expected;           /* at first_mismatch */
   double got;
+  /* Against the fp64 reference, when the request had one and the output is
+   * floating point (has_ref); errors over the elements where the reference
+   * is finite, non-finite results left out of the maxima, relative errors
+   * where |ref| > atol (the tolerance against the reference): */
+  bool has_ref;
+  double ref_base_max_abs, ref_base_max_rel; /* the original's error */
+  double ref_cand_max_abs, ref_cand_max_rel; /* the candidate's */
+  unsigned long long ref_mismatches; /* elements where the candidate's error
+                                        exceeds atol + rtol*|ref| and twice the
+                                        original's error there plus atol */
+  long long ref_first_mismatch;      /* index, -1 when none */
+  double ref_value, ref_got, ref_base; /* at ref_first_mismatch: the
+                                        reference, the candidate, the original */
 } ks_output_check;
 typedef KS_ARRAY(ks_output_check) ks_output_checks;
 

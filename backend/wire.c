@@ -253,6 +253,9 @@ static int run_item(ks_ctx *ctx, encoder *enc, const ks_run_request *r, cJSON *o
   if (module_item(ctx, enc, &r->cand, &item))
     return -1;
   cJSON_AddItemToObject(o, "cand", item);
+  if (module_item(ctx, enc, &r->ref, &item))
+    return -1;
+  cJSON_AddItemToObject(o, "ref", item);
   int rc = workload_item(ctx, r->work, &item);
   cJSON_AddItemToObject(o, "work", item);
   if (rc)
@@ -271,6 +274,23 @@ static int run_item(ks_ctx *ctx, encoder *enc, const ks_run_request *r, cJSON *o
   return 0;
 }
 
+/* An output's accuracy against the fp64 reference; null without one. */
+static cJSON *ref_item(const ks_output_check *c) {
+  if (!c->has_ref)
+    return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  put_double(o, "base_max_abs", c->ref_base_max_abs);
+  put_double(o, "base_max_rel", c->ref_base_max_rel);
+  put_double(o, "cand_max_abs", c->ref_cand_max_abs);
+  put_double(o, "cand_max_rel", c->ref_cand_max_rel);
+  put_u64(o, "mismatches", c->ref_mismatches);
+  put_i64(o, "first_mismatch", c->ref_first_mismatch);
+  put_double(o, "value", c->ref_value);
+  put_double(o, "got", c->ref_got);
+  put_double(o, "base", c->ref_base);
+  return o;
+}
+
 static cJSON *outputs_item(const ks_output_checks *checks) {
   cJSON *a = cJSON_CreateArray();
   for (size_t i = 0; i < checks->len; i++) {
@@ -285,6 +305,7 @@ static cJSON *outputs_item(const ks_output_checks *checks) {
     put_i64(e, "first_mismatch", c->first_mismatch);
     put_double(e, "expected", c->expected);
     put_double(e, "got", c->got);
+    cJSON_AddItemToObject(e, "ref", ref_item(c));
     cJSON_AddItemToArray(a, e);
   }
   return a;

@@ -258,6 +258,7 @@ static void get_workload(decoder *d, const cJSON *o, ks_workload *w) {
 static void get_run(decoder *d, const cJSON *o, ks_run_request *r) {
   get_module(d, o, "base", false, &r->base);
   get_module(d, o, "cand", true, &r->cand);
+  get_module(d, o, "ref", true, &r->ref);
   ks_workload *w = ks_arena_alloc(d->arena, sizeof *w);
   get_workload(d, get_object(d, o, "work"), w);
   r->work = w;
@@ -281,6 +282,28 @@ static void get_run(decoder *d, const cJSON *o, ks_run_request *r) {
   r->timing.min_clock_fraction = get_double(d, t, "min_clock_fraction");
 }
 
+/* An output's "ref": null, or its accuracy against the fp64 reference. */
+static void get_ref(decoder *d, const cJSON *e, ks_output_check *c) {
+  c->ref_first_mismatch = -1;
+  const cJSON *r = field(d, e, "ref");
+  if (!r || cJSON_IsNull(r))
+    return;
+  if (!cJSON_IsObject(r)) {
+    bad(d, "field 'ref' is not an object or null");
+    return;
+  }
+  c->has_ref = true;
+  c->ref_base_max_abs = get_double(d, r, "base_max_abs");
+  c->ref_base_max_rel = get_double(d, r, "base_max_rel");
+  c->ref_cand_max_abs = get_double(d, r, "cand_max_abs");
+  c->ref_cand_max_rel = get_double(d, r, "cand_max_rel");
+  c->ref_mismatches = get_u64(d, r, "mismatches");
+  c->ref_first_mismatch = get_i64(d, r, "first_mismatch");
+  c->ref_value = get_double(d, r, "value");
+  c->ref_got = get_double(d, r, "got");
+  c->ref_base = get_double(d, r, "base");
+}
+
 static void get_outputs(decoder *d, const cJSON *o, const char *k, ks_output_checks *out) {
   const cJSON *a = get_array(d, o, k), *e;
   cJSON_ArrayForEach(e, a) {
@@ -296,6 +319,7 @@ static void get_outputs(decoder *d, const cJSON *o, const char *k, ks_output_che
     c->first_mismatch = get_i64(d, e, "first_mismatch");
     c->expected = get_double(d, e, "expected");
     c->got = get_double(d, e, "got");
+    get_ref(d, e, c);
   }
 }
 

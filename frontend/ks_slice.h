@@ -34,10 +34,12 @@ typedef struct ks_slice {
 } ks_slice;
 
 /* Slices `k`, found by `scan` (run with `opts`): re-parses the file that
- * defines it with the same flags. `instances` overrides the template
- * arguments ("float, 256"; NULL: the kernel's instantiations). Fails with a
- * one-line reason (a kernel that calls host code, a template never
- * instantiated, ...). */
+ * defines it (or, for a header, a file that uses it) with the same flags.
+ * `instances` overrides the template arguments ("float, 256"; NULL: those
+ * at the launch sites, and those clang deduced in the unit). A template
+ * with no known instance gets no name expression (the caller says what to
+ * do). Fails with a one-line reason, without the kernel's name ("it calls
+ * host function 'helper' (util.cu:12)"): callers say which kernel. */
 int ks_slice_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
                     const ks_kernel *k, const char *instances, ks_arena *arena, ks_slice *out);
 
@@ -45,5 +47,15 @@ int ks_slice_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
  * a signature ("fill(float *, float, int)") to pick one overload. Fails with
  * a message listing the candidates when it is ambiguous or unknown. */
 int ks_scan_lookup(ks_ctx *ctx, const ks_scan *scan, const char *name, const ks_kernel **out);
+
+/* The double-precision twin of a slice's source, for the judge's fp64
+ * reference (slice_fp64.c, docs/judge.md): float and its vector types
+ * become double, single-precision math and intrinsics their double
+ * versions, f-suffixed literals lose the suffix. Also works on a name
+ * expression ("gemv<float>" gives "gemv<double>"). NULL, with the reason
+ * (ks_fail), for code that has no faithful twin: half, bfloat16 or fp8
+ * types, inline PTX, tensor-core fragments, textures, float bit
+ * reinterpretations. */
+const char *ks_slice_to_fp64(ks_ctx *ctx, ks_arena *arena, const char *source);
 
 #endif

@@ -96,9 +96,21 @@ int ks_scan_lookup(ks_ctx *ctx, const ks_scan *scan, const char *name, const ks_
   if (n == 1) {
     *out = found[0];
   } else if (n > 1) {
-    list_kernels(&msg, found, n, true);
-    rc = ks_fail(ctx, "'%s' names %zu kernels: %s; pass one signature, e.g. \"%s\"", name, n,
-                 msg.data, found[0]->signature);
+    bool same = true;
+    for (size_t i = 1; i < n; i++)
+      same = same && !strcmp(found[i]->signature, found[0]->signature);
+    if (same) {
+      /* static kernels of one name in several files: only a path tells. */
+      for (size_t i = 0; i < n && i < 12; i++)
+        ks_buf_addf(&msg, "%s%s:%u", i ? ", " : "", found[i]->loc.file, found[i]->loc.line);
+      rc = ks_fail(ctx, "'%s' names %zu kernels of the same signature, at %s; give the file "
+                        "you mean as PATH",
+                   name, n, msg.data);
+    } else {
+      list_kernels(&msg, found, n, true);
+      rc = ks_fail(ctx, "'%s' names %zu kernels: %s; pass one signature, e.g. \"%s\"", name, n,
+                   msg.data, found[0]->signature);
+    }
   } else {
     size_t m = similar(scan, name, found, cap);
     if (m) {
@@ -213,10 +225,30 @@ static int instance_list(ks_ctx *ctx, const ks_kernel *k, const char *instances,
   return 0;
 }
 
+/* A name as a name expression: names in an anonymous namespace are found
+ * without it. */
+static const char *expression_name(ks_arena *arena, const char *qualified) {
+  static const char anon[] = "(anonymous namespace)::";
+  ks_buf b = KS_BUF_INIT;
+  for (const char *p = qualified; *p;) {
+    if (!strncmp(p, anon, sizeof anon - 1)) {
+      p += sizeof anon - 1;
+      continue;
+    }
+    ks_buf_addc(&b, *p++);
+  }
+  const char *out = ks_arena_strdup(arena, b.data);
+  ks_buf_release(&b);
+  return out;
+}
+
 static void name_expressions(ks_arena *arena, const ks_kernel *k, const ks_strings *instances,
-                             ks_slice *out) {
+                             const char *specialization, ks_slice *out) {
+  const char *name = expression_name(arena, k->qualified_name);
   if (!k->is_template) {
-    *ks_array_push(arena, &out->name_expressions) = ks_arena_strdup(arena, k->qualified_name);
+    /* An explicit specialization is named with its arguments. */
+    *ks_array_push(arena, &out->name_expressions) =
+        specialization ? ks_arena_printf(arena, "%s<%s>", name, specialization) : name;
     return;
   }
   for (size_t i = 0; i < instances->len; i++) {
@@ -225,7 +257,7 @@ static void name_expressions(ks_arena *arena, const ks_kernel *k, const ks_strin
      * reads better and is never wrong. */
     size_t n = strlen(args);
     *ks_array_push(arena, &out->name_expressions) =
-        ks_arena_printf(arena, "%s<%s%s>", k->qualified_name, args,
+        ks_arena_printf(arena, "%s<%s%s>", name, args,
                         n && args[n - 1] == '>' ? " " : "");
   }
 }
@@ -240,14 +272,28 @@ static bool same_args(ks_arena *arena, const char *a, const char *b) {
  * `find`, the instances the unit has are added to `instances`. */
 static int slice_in(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
                     const ks_kernel *k, const char *path, bool find, ks_strings *instances,
-                    ks_arena *arena, ks_slice *out) {
+                    const char **specialization, ks_arena *arena, ks_slice *out) {
   ks_arena scratch = KS_ARENA_INIT;
-  slice_parse parse;
+  slice_parse parse, host;
   ks_slicer s;
   memset(&s, 0, sizeof s);
-  int rc = ks_slice_parse(ctx, opts, scan, path, &scratch, &parse);
+  memset(&host, 0, sizeof host);
+  int rc = ks_slice_parse(ctx, opts, scan, path, true, &scratch, &parse);
   if (rc)
     goto out;
+  /* The device side is what NVRTC sees, but clang 16 does not follow all of
+   * it (a launch from device code is an error there): when it finds errors
+   * in the user's code, the host side, as the scan read it, may do better. */
+  if (parse.user_errors) {
+    rc = ks_slice_parse(ctx, opts, scan, path, false, &scratch, &host);
+    if (rc)
+      goto out;
+    if (host.user_errors < parse.user_errors) {
+      slice_parse swap = parse;
+      parse = host;
+      host = swap;
+    }
+  }
   s.ctx = ctx;
   s.tu.unit = parse.unit;
   s.tu.arena = &scratch;
@@ -278,8 +324,14 @@ static int slice_in(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
     goto out;
   rc = ks_slice_emit(&s, arena, out);
   out->file = ks_arena_strdup(arena, path);
+  if (!k->is_template &&
+      !clang_Cursor_isNull(clang_getSpecializedCursorTemplate(s.kernel_cursor))) {
+    const char *args = ks_slice_template_args(&s, s.kernel_cursor);
+    *specialization = args ? ks_arena_strdup(arena, args) : NULL;
+  }
 out:
   ks_slice_parse_release(&parse);
+  ks_slice_parse_release(&host);
   ks_arena_release(&scratch);
   return rc;
 }
@@ -291,12 +343,13 @@ int ks_slice_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
   if (instance_list(ctx, k, instances, arena, &args))
     return -1;
   bool find = k->is_template && !(instances && *instances);
+  const char *specialization = NULL;
   candidate_files(arena, scan, k, &files);
   int rc = 1;
   for (size_t i = 0; i < files.len && rc == 1; i++) {
     memset(out, 0, sizeof *out);
     ks_strings tried = args; /* the instances found in a unit count for it alone */
-    rc = slice_in(ctx, opts, scan, k, files.items[i], find, &tried, arena, out);
+    rc = slice_in(ctx, opts, scan, k, files.items[i], find, &tried, &specialization, arena, out);
     if (rc == 0)
       args = tried;
   }
@@ -306,6 +359,6 @@ int ks_slice_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
                    k->qualified_name, files.len ? files.items[0] : k->loc.file);
   if (rc)
     return -1;
-  name_expressions(arena, k, &args, out);
+  name_expressions(arena, k, &args, specialization, out);
   return 0;
 }

@@ -125,9 +125,11 @@ typedef struct ks_slicer {
   bool failed;            /* a reason was recorded with ks_fail */
 } ks_slicer;
 
-/* slice_parse.c: parses `path` as the scan would (flags of its own, or of
+/* slice_parse.c: parses `path` with the scan's flags (its own, or those of
  * the nearest file of the scan that has some), with the detailed
- * preprocessing record. `workdir` is a private directory for clang's stubs. */
+ * preprocessing record, for the device side (sm_90) or, with !device, the
+ * host side as the scan did. `workdir` is a private directory for clang's
+ * stubs. */
 typedef struct slice_parse {
   char workdir[64];
   bool have_workdir;
@@ -135,9 +137,10 @@ typedef struct slice_parse {
   CXIndex index;
   CXTranslationUnit unit;
   ks_strings defines;     /* -D flags among the arguments */
+  unsigned user_errors;   /* errors clang found in the user's files */
 } slice_parse;
 int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
-                   const char *path, ks_arena *arena, slice_parse *out);
+                   const char *path, bool device, ks_arena *arena, slice_parse *out);
 void ks_slice_parse_release(slice_parse *p);
 
 /* slice_index.c */
@@ -168,13 +171,18 @@ void ks_slice_need_type(ks_slicer *s, CXType t);
  * specialization of the (template) kernel the unit instantiates, appended
  * to `out` once each. */
 void ks_slice_find_instances(ks_slicer *s, ks_strings *out);
+/* "float, 256" for one specialization of the kernel (its types join the
+ * closure); NULL when an argument is of a kind a name expression cannot
+ * carry here (packs, templates). */
+const char *ks_slice_template_args(ks_slicer *s, CXCursor spec);
 
 /* slice_compat.c: what a name from a system header means to NVRTC. */
 typedef enum slice_system_kind {
   SLICE_SYS_BUILTIN,   /* NVRTC has it: nothing to add */
   SLICE_SYS_INCLUDE,   /* a toolkit header to #include (*out) */
   SLICE_SYS_DEFINE,    /* a line to add before the code (*out) */
-  SLICE_SYS_MISSING,   /* NVRTC has no such thing: *out says where it is from */
+  SLICE_SYS_MISSING,   /* NVRTC has no such thing: *out names the header it
+                          is from, or is NULL (the C++ library) */
 } slice_system_kind;
 /* A declaration from a system header. */
 slice_system_kind ks_slice_system_decl(ks_slicer *s, CXCursor decl, const char **out);

@@ -222,7 +222,7 @@ slice_system_kind ks_slice_system_decl(ks_slicer *s, CXCursor decl, const char *
     if (!strcmp(name, std_builtin[i]))
       return SLICE_SYS_BUILTIN;
   if (!strncmp(name, "std::", 5) || !strncmp(name, "__gnu_cxx::", 11)) {
-    *out = user && n ? header_name(s, chain[n - 1]) : "the C++ standard library";
+    *out = user && n ? header_name(s, chain[n - 1]) : NULL;
     return SLICE_SYS_MISSING;
   }
   return SLICE_SYS_BUILTIN;

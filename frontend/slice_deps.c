@@ -220,8 +220,9 @@ static void system_ref(walk *w, CXCursor decl) {
     break;
   case SLICE_SYS_MISSING:
     if (!s->failed)
-      ks_fail(s->ctx, "it uses '%s' from <%s>, which NVRTC does not provide",
-              ks_tu_qualified_name(&s->tu, decl), text);
+      ks_fail(s->ctx, "it uses '%s' from %s%s%s, which NVRTC does not provide",
+              ks_tu_qualified_name(&s->tu, decl), text ? "<" : "",
+              text ? text : "the C++ standard library", text ? ">" : "");
     s->failed = true;
     break;
   }
@@ -561,6 +562,10 @@ int ks_slice_closure(ks_slicer *s, const char *const *instance_args, size_t nins
     return ks_fail(s->ctx, "'%s' is not at namespace scope in %s", s->kernel->qualified_name,
                    s->main_file);
   need_item(s, kernel);
+  /* An explicit specialization of a kernel template needs the template. */
+  CXCursor tmpl = clang_getSpecializedCursorTemplate(s->kernel_cursor);
+  if (!clang_Cursor_isNull(tmpl))
+    need_item(s, ks_slice_item_of(s, tmpl));
   for (size_t i = 0; i < ninstance; i++)
     need_names(s, instance_args[i]);
   for (size_t next = 0; next < s->worklist.len && !s->failed; next++) {

@@ -153,6 +153,7 @@ typedef struct macro_scan {
   const chunks *chunks;
   const char *file;       /* of the text scanned, for positions */
   unsigned base;          /* its offset in that file */
+  ks_order at;            /* the file's place in the unit (last part: base) */
   const ks_order *fixed;  /* a fixed place of use (a macro body), or NULL */
   const char *const *params; /* a function-like macro's parameters */
   size_t nparams;
@@ -242,8 +243,10 @@ static bool on_identifier(void *data, const char *ident, size_t len, size_t offs
   const ks_order *use = ms->fixed;
   if (!use) {
     unsigned at = ms->base + (unsigned)offset;
-    if (removal_at(s, ms->file, at) || !ks_slice_order_at(s, ms->file, at, &here))
+    if (!ms->at.n || removal_at(s, ms->file, at))
       return true;
+    here = ms->at;
+    here.parts[here.n - 1] = at;
     use = &here;
   }
   slice_macro *m = ks_slice_macro_at(s, ident, len, use);
@@ -278,7 +281,9 @@ static void find_macros(ks_slicer *s, const chunks *cs, ks_strings *names, ks_st
     const char *text = ks_tu_text(&s->tu, c->file, c->begin, c->end);
     if (!text)
       continue;
-    macro_scan ms = {s, cs, c->file, c->begin, NULL, NULL, 0, names, defines, 0};
+    macro_scan ms = {s, cs, c->file, c->begin, {{0}, 0}, NULL, NULL, 0, names, defines, 0};
+    if (!ks_slice_order_at(s, c->file, c->begin, &ms.at))
+      continue;
     scan_text(&ms, text, strlen(text));
   }
 }

@@ -29,9 +29,7 @@ static bool is_function(enum CXCursorKind k) {
          k == CXCursor_Destructor || k == CXCursor_ConversionFunction;
 }
 
-/* "float, 256" for one specialization of the kernel; NULL when an argument
- * is of a kind a name expression cannot carry here (packs, templates). */
-static const char *arguments(ks_slicer *s, CXCursor spec) {
+const char *ks_slice_template_args(ks_slicer *s, CXCursor spec) {
   int n = clang_Cursor_getNumTemplateArguments(spec);
   if (n <= 0)
     return NULL;
@@ -71,7 +69,7 @@ done:
 }
 
 static void record(inst_walk *w, CXCursor spec) {
-  const char *args = arguments(w->s, spec);
+  const char *args = ks_slice_template_args(w->s, spec);
   if (!args)
     return;
   for (size_t i = 0; i < w->out->len; i++)

@@ -1,10 +1,11 @@
 /* Re-parsing the file that defines a kernel, for the slicer, with the flags
  * the scan used for it: the file's own entry of compile_commands.json, or
  * the entry of the scanned file nearest to it (a header has none), plus the
- * user's -I/-D. Unlike the scan, the parse keeps the detailed preprocessing
- * record for every file (macro definitions are part of what a slice copies)
- * and uses no precompiled header: one file is parsed, and a precompiled
- * header would cost a parse of its own. */
+ * user's -I/-D. Unlike the scan, it parses the device side (sm_90), as NVRTC
+ * will compile it, keeps the detailed preprocessing record for every file
+ * (macro definitions are part of what a slice copies) and uses no
+ * precompiled header: one file is parsed, and a precompiled header would
+ * cost a parse of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,21 @@ static int file_flags(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *s
   return 0;
 }
 
+/* Errors in the user's files: what clang could not make sense of. */
+static unsigned user_errors(CXTranslationUnit unit) {
+  unsigned n = clang_getNumDiagnostics(unit), errors = 0;
+  for (unsigned i = 0; i < n; i++) {
+    CXDiagnostic d = clang_getDiagnostic(unit, i);
+    if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error &&
+        !clang_Location_isInSystemHeader(clang_getDiagnosticLocation(d)))
+      errors++;
+    clang_disposeDiagnostic(d);
+  }
+  return errors;
+}
+
 int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
-                   const char *path, ks_arena *arena, slice_parse *out) {
+                   const char *path, bool device, ks_arena *arena, slice_parse *out) {
   memset(out, 0, sizeof *out);
   int rc = 0;
   ks_strings flags = {0}, args = {0};
@@ -73,10 +87,12 @@ int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan
     goto out;
   }
   ks_clang_args(arena, &out->env, &flags, opts->extra_args, opts->nextra, &args);
-  if (getenv("KS_SLICE_DEVICE"))
-    for (size_t i = 0; i < args.len; i++)
-      if (!strcmp(args.items[i], "--cuda-host-only"))
-        args.items[i] = "--cuda-device-only";
+  /* The device side, for sm_90, is what NVRTC will compile: code under
+   * `#if __CUDA_ARCH__ >= 800` is seen, code under `#ifndef __CUDA_ARCH__`
+   * is not. */
+  for (size_t i = 0; device && i < args.len; i++)
+    if (!strcmp(args.items[i], "--cuda-host-only"))
+      args.items[i] = "--cuda-device-only";
   for (size_t i = 0; i < args.len; i++)
     if (!strncmp(args.items[i], "-D", 2) && args.items[i][2])
       *ks_array_push(arena, &out->defines) = args.items[i] + 2;
@@ -84,7 +100,7 @@ int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan
   out->index = clang_createIndex(0, 0);
   unsigned options = CXTranslationUnit_KeepGoing | CXTranslationUnit_DetailedPreprocessingRecord;
   enum CXErrorCode err = CXError_Failure;
-  if (!ks_fault(ctx, "parse"))
+  if (!ks_fault(ctx, "slice_parse"))
     err = clang_parseTranslationUnit2(out->index, path, (const char *const *)args.items,
                                       (int)args.len, NULL, 0, options, &out->unit);
   if (err != CXError_Success || !out->unit) {
@@ -92,6 +108,7 @@ int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan
     rc = ks_fail(ctx, "%s: libclang could not parse this file (error %d)", path, (int)err);
     goto out;
   }
+  out->user_errors = user_errors(out->unit);
 out:
   return rc;
 }

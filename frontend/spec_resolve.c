@@ -384,18 +384,9 @@ static int to_scalar(resolver *r, unsigned line, const char *name, ks_dtype t, k
 }
 
 static double default_tolerance(ks_dtype t, bool relative) {
-  switch (t) {
-  case KS_DT_F16:
-    return relative ? 5e-3 : 1e-3;
-  case KS_DT_BF16:
-    return relative ? 2e-2 : 1e-2;
-  case KS_DT_F32:
-    return 1e-5;
-  case KS_DT_F64:
-    return 1e-12;
-  default:
-    return 0; /* integers: exact */
-  }
+  double atol, rtol;
+  ks_dtype_tolerance(t, &atol, &rtol);
+  return relative ? rtol : atol;
 }
 
 /* Evaluates a buffer's distribution and checks that its values fit. */

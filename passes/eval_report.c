@@ -66,6 +66,10 @@ void ks_eval_print(FILE *out, const ks_judge *j, const ks_target *t, const ks_ca
         fputc('\n', out);
       }
     }
+    if (e->has_ref)
+      fprintf(out, "accuracy  vs fp64: original max rel %.3g (abs %.3g), variant max rel %.3g "
+                   "(abs %.3g)\n",
+              e->ref_base_max_rel, e->ref_base_max_abs, e->ref_cand_max_rel, e->ref_cand_max_abs);
   }
   if (e->timed) {
     fprintf(out, "time      original %.4f ms (IQR %.4f, %u samples", e->base_median_ms,
@@ -138,6 +142,22 @@ static cJSON *checks_json(const ks_output_checks *c) {
     if (o->first_mismatch >= 0) {
       num(j, "expected", o->expected);
       num(j, "got", o->got);
+    }
+    if (o->has_ref) {
+      cJSON *r = cJSON_AddObjectToObject(j, "fp64_reference");
+      num(r, "original_max_abs_error", o->ref_base_max_abs);
+      num(r, "original_max_rel_error", o->ref_base_max_rel);
+      num(r, "variant_max_abs_error", o->ref_cand_max_abs);
+      num(r, "variant_max_rel_error", o->ref_cand_max_rel);
+      num(r, "mismatches", (double)o->ref_mismatches);
+      num(r, "first_mismatch", (double)o->ref_first_mismatch);
+      if (o->ref_first_mismatch >= 0) {
+        num(r, "reference", o->ref_value);
+        num(r, "got", o->ref_got);
+        num(r, "original", o->ref_base);
+      }
+    } else {
+      cJSON_AddNullToObject(j, "fp64_reference");
     }
     cJSON_AddItemToArray(a, j);
   }
@@ -216,6 +236,15 @@ int ks_eval_json(ks_ctx *ctx, FILE *out, const ks_judge *j, const ks_target *t,
   }
   num(root, "max_abs_error", e->max_abs_error);
   num(root, "max_rel_error", e->max_rel_error);
+  if (e->has_ref) {
+    cJSON *r = cJSON_AddObjectToObject(root, "fp64_reference");
+    num(r, "original_max_abs_error", e->ref_base_max_abs);
+    num(r, "original_max_rel_error", e->ref_base_max_rel);
+    num(r, "variant_max_abs_error", e->ref_cand_max_abs);
+    num(r, "variant_max_rel_error", e->ref_cand_max_rel);
+  } else {
+    cJSON_AddNullToObject(root, "fp64_reference");
+  }
   if (e->timed) {
     cJSON *tm = cJSON_AddObjectToObject(root, "timing");
     num(tm, "original_median_ms", e->base_median_ms);

@@ -74,6 +74,22 @@ int ks_target_open(ks_ctx *ctx, const ks_scan_options *opts, const char *name, k
   t->subject.name_expression = t->slice.name_expressions.items[0];
   t->subject.workloads = t->workloads;
   t->subject.nworkloads = t->nworkloads;
+
+  /* `reference fp64`: the slice's double twin, made here where the slice
+   * is; a kernel that has none makes the spec wrong, and says why. */
+  if (t->spec.fp64_reference) {
+    t->subject.fp64_reference = true;
+    t->subject.ref_source = ks_slice_to_fp64(ctx, arena, t->slice.source);
+    if (t->subject.ref_source)
+      t->subject.ref_name_expression =
+          ks_slice_to_fp64(ctx, arena, t->subject.name_expression);
+    if (!t->subject.ref_name_expression) {
+      const char *why = ks_arena_strdup(arena, ctx->error);
+      return ks_fail(ctx, "%s:%u: kernel '%s': 'reference fp64' cannot be honoured: %s (remove "
+                          "the line to compare with the original alone)",
+                     t->spec.file, t->spec.line, k->qualified_name, why);
+    }
+  }
   return 0;
 }
 

@@ -178,3 +178,16 @@ bool ks_dtype_parse(const char *name, ks_dtype *out) {
     }
   return ks_dtype_from_c(name, out);
 }
+
+void ks_dtype_tolerance(ks_dtype t, double *atol, double *rtol) {
+  double a = 0, r = 0;
+  switch (t) {
+  case KS_DT_F16: a = 1e-3, r = 1e-2; break;
+  case KS_DT_BF16: a = 1e-2, r = 2e-2; break;
+  case KS_DT_F32: a = 1e-5, r = 1e-4; break;
+  case KS_DT_F64: a = 1e-12, r = 1e-9; break;
+  default: break; /* integers: exact */
+  }
+  *atol = a;
+  *rtol = r;
+}

@@ -43,6 +43,11 @@ bool ks_dtype_is_float(ks_dtype t);
 bool ks_dtype_from_c(const char *c_type, ks_dtype *out);
 /* From a spec's short name ("f32", "float", "i64", "bf16"). */
 bool ks_dtype_parse(const char *name, ks_dtype *out);
+/* The default tolerance of outputs of this type (0, 0 for integers: exact):
+ * wide enough for another order of floating-point operations at the type's
+ * precision, narrow enough to catch a lower precision. The one place these
+ * numbers live. */
+void ks_dtype_tolerance(ks_dtype t, double *atol, double *rtol);
 
 typedef enum ks_dist_kind {
   KS_DIST_UNIFORM,     /* uniform(lo, hi), floats or integers */

@@ -6,10 +6,11 @@
  * Device memory is host memory (a CUdeviceptr is a host address), every
  * call is synchronous, and a kernel is chosen by its name, not its cubin:
  * each name test_worker_gpu.c compiles has a C twin here that does what the
- * CUDA one does (including the broken ones). A trap or a null store makes a
- * sticky error, as on a GPU: every later call fails with it. "spin" never
- * returns. Loaded by setting LD_LIBRARY_PATH to the directory holding it
- * (the test sets it for the worker only).
+ * CUDA one does (including the broken ones), and the judge's fixtures in
+ * tests/fixtures/fp64 have theirs under their lowered names. A trap or a
+ * null store makes a sticky error, as on a GPU: every later call fails
+ * with it. "spin" never returns. Loaded by setting LD_LIBRARY_PATH to the
+ * directory holding it (the tests set it for the worker only).
  *
  * Only the symbols ks_cuda_load resolves are defined, with the signatures
  * cuda.h declares for them (the compiler checks each against it). */
@@ -56,6 +57,7 @@ static void *ptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
 static void *arg_ptr(const kernel_args *a, int i) { return ptr(*(CUdeviceptr *)a->params[i]); }
 static float arg_f32(const kernel_args *a, int i) { return *(float *)a->params[i]; }
 static int arg_i32(const kernel_args *a, int i) { return *(int *)a->params[i]; }
+static double arg_f64(const kernel_args *a, int i) { return *(double *)a->params[i]; }
 
 /* ---- the kernels (ARGS: x, y, out, a, n) ---- */
 
@@ -117,6 +119,89 @@ static CUresult lazy(const kernel_args *k) {
   return saxpy(k);
 }
 
+/* saxpy with the low 13 bits of every result cleared: 10 bits of mantissa,
+ * a relative error up to 2^-10. */
+static CUresult lowp(const kernel_args *k) {
+  const float *x = arg_ptr(k, 0), *y = arg_ptr(k, 1);
+  float *out = arg_ptr(k, 2), a = arg_f32(k, 3);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 4); i++) {
+    float v = a * x[i] + y[i];
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    bits &= 0xffffe000u;
+    memcpy(&out[i], &bits, 4);
+  }
+  return CUDA_SUCCESS;
+}
+
+/* The fp64 twins of saxpy: right, and writing one element past the end. */
+static CUresult saxpy_f64(const kernel_args *k) {
+  const double *x = arg_ptr(k, 0), *y = arg_ptr(k, 1);
+  double *out = arg_ptr(k, 2), a = arg_f64(k, 3);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 4); i++)
+    out[i] = a * x[i] + y[i];
+  return CUDA_SUCCESS;
+}
+
+static CUresult saxpy_f64_oob(const kernel_args *k) {
+  double *out = arg_ptr(k, 2);
+  saxpy_f64(k);
+  out[arg_i32(k, 4)] = 0;
+  return CUDA_SUCCESS;
+}
+
+/* GELU (tests/fixtures/fp64, by their lowered names): the original, its
+ * fp64 twin, a variant in half precision (results rounded to 11
+ * significant bits, as the conversions to __half round them) and one with
+ * tanh through expf. */
+static float gelu_tanh_arg(float x) { return 0.7978845608028654f * (x + 0.044715f * x * x * x); }
+
+static float round_half(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  bits = (bits + 0x1000u) & 0xffffe000u;
+  memcpy(&v, &bits, 4);
+  return v;
+}
+
+static CUresult gelu(const kernel_args *k) {
+  float *out = arg_ptr(k, 0);
+  const float *in = arg_ptr(k, 1);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 2); i++)
+    out[i] = 0.5f * in[i] * (1.0f + tanhf(gelu_tanh_arg(in[i])));
+  return CUDA_SUCCESS;
+}
+
+static CUresult gelu_f64(const kernel_args *k) {
+  double *out = arg_ptr(k, 0);
+  const double *in = arg_ptr(k, 1);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 2); i++) {
+    double x = in[i];
+    out[i] = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult gelu_fp16(const kernel_args *k) {
+  float *out = arg_ptr(k, 0);
+  const float *in = arg_ptr(k, 1);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 2); i++) {
+    float x = round_half(in[i]);
+    out[i] = round_half(0.5f * x * (1.0f + tanhf(gelu_tanh_arg(x))));
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult gelu_exp_tanh(const kernel_args *k) {
+  float *out = arg_ptr(k, 0);
+  const float *in = arg_ptr(k, 1);
+  for (size_t i = 0; i < k->threads && i < (size_t)arg_i32(k, 2); i++) {
+    float t = 1.0f - 2.0f / (expf(2.0f * gelu_tanh_arg(in[i])) + 1.0f);
+    out[i] = 0.5f * in[i] * (1.0f + t);
+  }
+  return CUDA_SUCCESS;
+}
+
 static CUresult trap(const kernel_args *k) { return CUDA_ERROR_LAUNCH_FAILED; }
 static CUresult null_store(const kernel_args *k) { return CUDA_ERROR_ILLEGAL_ADDRESS; }
 
@@ -163,6 +248,9 @@ static const struct {
     {"oob", oob},       {"mod_input", mod_input}, {"nowrite", nowrite}, {"racy", racy},
     {"lazy", lazy},     {"trap", trap},          {"null", null_store}, {"spin", spin},
     {"copy_h", copy_h}, {"copy_h_ulp", copy_h_ulp}, {"ks_copy", ks_copy}, {"ks_fma", ks_fma},
+    {"lowp", lowp},     {"saxpy_f64", saxpy_f64}, {"saxpy_f64_oob", saxpy_f64_oob},
+    {"_Z19gelu_forward_kernelPfPKfi", gelu},      {"_Z19gelu_forward_kernelPdPKdi", gelu_f64},
+    {"_Z9gelu_fp16PfPKfi", gelu_fp16},            {"_Z13gelu_exp_tanhPfPKfi", gelu_exp_tanh},
 };
 
 /* ---- initialisation, devices, contexts ---- */

@@ -365,6 +365,17 @@ static void instances_given_by_hand(void **state) {
   assert_non_null(strstr(ctx.error, "is not a template"));
 }
 
+/* Fault site slice_parse: the re-parse fails, and says which file. */
+static void a_failed_parse_is_an_error(void **state) {
+  const sliced *r = find("saxpy_kernel(int, float, float *, float *)");
+  ks_slice s;
+  assert_int_equal(ks_ctx_set_faults(&ctx, "slice_parse:1"), 0);
+  int rc = ks_slice_kernel(&ctx, r->opts, r->scan, r->kernel, NULL, &arena, &s);
+  ks_ctx_set_faults(&ctx, "");
+  assert_int_equal(rc, -1);
+  assert_non_null(strstr(ctx.error, "saxpy.cu: libclang could not parse this file"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_kernel_compiles_or_says_why),
@@ -377,6 +388,7 @@ int main(void) {
       cmocka_unit_test(what_a_slice_carries),
       cmocka_unit_test(lookup_by_name_and_signature),
       cmocka_unit_test(instances_given_by_hand),
+      cmocka_unit_test(a_failed_parse_is_an_error),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

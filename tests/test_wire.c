@@ -109,6 +109,7 @@ static void run_request_round_trip(void **state) {
   ks_run_request *r = &m.run;
   r->base = (ks_module){cubin_a, sizeof cubin_a, "saxpy"};
   r->cand = (ks_module){cubin_b, sizeof cubin_b, "_Z8saxpy_v2PKfPfi"};
+  r->ref = (ks_module){cubin_a, sizeof cubin_a, "saxpy_f64"};
   r->work = sample_workload(&a);
   r->cand_launch = (ks_launch_cfg){{1024, 1, 1}, {128, 1, 1}, 0};
   r->seeds = seeds;
@@ -124,6 +125,8 @@ static void run_request_round_trip(void **state) {
   assert_memory_equal(o->cand.cubin, cubin_b, sizeof cubin_b);
   assert_string_equal(o->base.function, "saxpy");
   assert_string_equal(o->cand.function, "_Z8saxpy_v2PKfPfi");
+  assert_memory_equal(o->ref.cubin, cubin_a, sizeof cubin_a);
+  assert_string_equal(o->ref.function, "saxpy_f64");
   assert_int_equal(o->nseeds, 3);
   for (int i = 0; i < 3; i++)
     assert_true(o->seeds[i] == seeds[i]);
@@ -156,11 +159,13 @@ static void run_request_round_trip(void **state) {
   assert_true(v->bytes_min == w->bytes_min);
   assert_true(v->flops == w->flops);
 
-  /* No candidate: null on the wire, one attachment. */
+  /* No candidate and no reference: null on the wire, one attachment. */
   r->cand = (ks_module){0};
+  r->ref = (ks_module){0};
   r->nseeds = 0;
   out = round_trip(&m, &a);
   assert_null(out.run.cand.cubin);
+  assert_null(out.run.ref.cubin);
   assert_int_equal(out.run.nseeds, 0);
   ks_arena_release(&a);
 }
@@ -180,9 +185,10 @@ static void run_reply_round_trip(void **state) {
   s->canary_before = true;
   s->changed_input = "x";
   ks_output_check *c = ks_array_push(&a, &s->outputs);
-  *c = (ks_output_check){"out", 1ull << 33, 5, 3, 0.25, INFINITY, 7, NAN, -INFINITY};
+  *c = (ks_output_check){"out", 1ull << 33, 5, 3, 0.25, INFINITY, 7, NAN, -INFINITY,
+                         true, 1.5e-7, 3e-7, 2.5e-3, INFINITY, 1ull << 40, 12, 0.841, NAN, 0.84};
   c = ks_array_push(&a, &s->outputs);
-  *c = (ks_output_check){NULL, 0, 0, 0, 0, 0, -1, 0, 0};
+  *c = (ks_output_check){NULL, 0, 0, 0, 0, 0, -1, 0, 0, false, 0, 0, 0, 0, 0, -1, 0, 0, 0};
   ks_array_push(&a, &r->seeds)->seed = 2; /* a seed with nothing wrong */
   r->timed = true;
   for (int i = 0; i < 5; i++) {
@@ -193,7 +199,8 @@ static void run_reply_round_trip(void **state) {
   r->timing.sm_clock_min_mhz = 1755;
   r->timing.sm_clock_max_mhz = 1980;
   r->timing.seconds = 1.25;
-  *ks_array_push(&a, &r->timing.recheck) = (ks_output_check){"out", 9, 9, 9, 1, 1, 0, 1, NAN};
+  *ks_array_push(&a, &r->timing.recheck) = (ks_output_check){"out", 9, 9, 9, 1, 1, 0, 1, NAN,
+                                                                    .ref_first_mismatch = -1};
   r->base_registers = 16;
   r->cand_registers = 40;
   r->cand_spill_bytes = 8;
@@ -218,8 +225,16 @@ static void run_reply_round_trip(void **state) {
   assert_int_equal(d->unwritten, 3);
   assert_true(d->max_abs_error == 0.25 && isinf(d->max_rel_error) && d->max_rel_error > 0);
   assert_true(d->first_mismatch == 7 && isnan(d->expected) && isinf(d->got) && d->got < 0);
+  /* the fp64 reference's fields, and their absence */
+  assert_true(d->has_ref);
+  assert_true(d->ref_base_max_abs == 1.5e-7 && d->ref_base_max_rel == 3e-7);
+  assert_true(d->ref_cand_max_abs == 2.5e-3 && isinf(d->ref_cand_max_rel));
+  assert_true(d->ref_mismatches == 1ull << 40 && d->ref_first_mismatch == 12);
+  assert_true(d->ref_value == 0.841 && isnan(d->ref_got) && d->ref_base == 0.84);
   assert_null(t->outputs.items[1].buffer);
   assert_true(t->outputs.items[1].first_mismatch == -1);
+  assert_false(t->outputs.items[1].has_ref);
+  assert_true(t->outputs.items[1].ref_first_mismatch == -1);
   assert_null(o->seeds.items[1].race_buffer);
   assert_true(o->timed);
   assert_int_equal(o->timing.base_ms.len, 5);
@@ -231,6 +246,7 @@ static void run_reply_round_trip(void **state) {
   assert_true(o->timing.sm_clock_min_mhz == 1755 && o->timing.seconds == 1.25);
   assert_int_equal(o->timing.recheck.len, 1);
   assert_true(isnan(o->timing.recheck.items[0].got));
+  assert_false(o->timing.recheck.items[0].has_ref);
   assert_int_equal(o->cand_registers, 40);
   assert_int_equal(o->cand_spill_bytes, 8);
   assert_int_equal(o->cand_static_smem, 4096);

@@ -19,6 +19,12 @@
  *   big block, missing function: LAUNCH_FAILED, LOAD_FAILED
  *   f16        a copy and a copy off by one unit in the last place: within
  *              the f16 tolerance, with a non-zero error reported
+ *   fp64 reference (saxpy_f64, the original's double twin): `same` is as
+ *              accurate as the original, whose error is one rounding (the
+ *              inputs were widened, not regenerated); `lowp` keeps 10 bits
+ *              of mantissa, passes a loose tolerance against the original
+ *              and is caught against the reference; a twin that writes
+ *              out of bounds is the reference's failure, not the variant's
  * plus timing of the original against itself (similar medians), and the
  * device's ceilings.
  *
@@ -63,7 +69,13 @@ static const char source[] =
     "extern \"C\" __global__ void copy_h(const unsigned short *x, unsigned short *out, int n) {\n"
     "  int i = I; if (i < n) out[i] = x[i]; }\n"
     "extern \"C\" __global__ void copy_h_ulp(const unsigned short *x, unsigned short *out, int n) {\n"
-    "  int i = I; if (i < n) out[i] = (x[i] & 0x7c00) == 0x7c00 ? x[i] : x[i] ^ 1; }\n";
+    "  int i = I; if (i < n) out[i] = (x[i] & 0x7c00) == 0x7c00 ? x[i] : x[i] ^ 1; }\n"
+    "extern \"C\" __global__ void lowp(ARGS) {\n"
+    "  int i = I; if (i < n) out[i] = __uint_as_float(__float_as_uint(a * x[i] + y[i]) & 0xffffe000u); }\n"
+    "#define ARGS64 const double *x, const double *y, double *out, double a, int n\n"
+    "extern \"C\" __global__ void saxpy_f64(ARGS64) { int i = I; if (i < n) out[i] = a * x[i] + y[i]; }\n"
+    "extern \"C\" __global__ void saxpy_f64_oob(ARGS64) {\n"
+    "  int i = I; if (i < n) out[i] = a * x[i] + y[i]; if (i == n) out[i] = 0; }\n";
 
 static int failures;
 
@@ -82,6 +94,8 @@ typedef struct fixture {
   ks_worker *worker;
   ks_buf cubin;
   ks_workload saxpy, half;
+  ks_workload loose;      /* saxpy with atol = rtol = 1e-2 on `out` */
+  const char *ref;        /* the fp64 reference run() sends, or NULL */
   unsigned long long seeds[2];
 } fixture;
 
@@ -115,6 +129,7 @@ static ks_run_result run(fixture *f, ks_worker *w, const ks_workload *work, cons
                          const char *cand, bool time, ks_arena *a) {
   ks_run_request req = {.base = {f->cubin.data, f->cubin.len, base},
                         .cand = {f->cubin.data, f->cubin.len, cand},
+                        .ref = {f->ref ? f->cubin.data : NULL, f->ref ? f->cubin.len : 0, f->ref},
                         .work = work,
                         .seeds = f->seeds,
                         .nseeds = time ? 1 : 2,
@@ -142,6 +157,9 @@ static ks_run_result run(fixture *f, ks_worker *w, const ks_workload *work, cons
       printf("%s: %llu mismatches, %llu unwritten, max abs %.3g rel %.3g, first %lld "
              "(%.6g vs %.6g); ", o->buffer, o->mismatches, o->unwritten, o->max_abs_error,
              o->max_rel_error, o->first_mismatch, o->expected, o->got);
+    if (o && o->has_ref)
+      printf("vs fp64: original max rel %.3g, variant %.3g, %llu worse, first %lld; ",
+             o->ref_base_max_rel, o->ref_cand_max_rel, o->ref_mismatches, o->ref_first_mismatch);
     printf("race %d%s%s, base nondet %d, canary %s%s, base canary %s, changed input %s",
            s->race, s->race_buffer ? " in " : "", s->race_buffer ? s->race_buffer : "",
            s->base_nondeterministic, s->canary_buffer ? s->canary_buffer : "-",
@@ -272,6 +290,46 @@ static void cases(fixture *f, ks_arena *a) {
   EXPECT(mb > 0 && fabs(mc / mb - 1) < 0.15, "timing: similar medians %.4f %.4f", mb, mc);
 }
 
+/* The fp64 reference: saxpy's double twin, on the same inputs widened. */
+static void reference_cases(fixture *f, ks_arena *a) {
+  f->ref = "saxpy_f64";
+  ks_run_result r = run(f, NULL, &f->saxpy, "saxpy", "same", false, a);
+  expect_clean(&r, "same, with the reference");
+  for (size_t i = 0; i < r.seeds.len; i++) {
+    const ks_output_check *o = out0(&r, i);
+    /* a = 2: 2x + y is exact in double, and the float result is one
+     * rounding of it. Inputs regenerated in double instead of widened
+     * would differ from the float ones by far more, where 2x + y cancels. */
+    EXPECT(o->has_ref && o->ref_mismatches == 0 && o->ref_first_mismatch == -1,
+           "same vs fp64: %llu worse", o->ref_mismatches);
+    EXPECT(o->ref_base_max_rel > 0 && o->ref_base_max_rel <= 0x1p-24 * (1 + 1e-9),
+           "same vs fp64: the original's error is one rounding (%.3g)", o->ref_base_max_rel);
+    EXPECT(o->ref_cand_max_rel == o->ref_base_max_rel &&
+           o->ref_cand_max_abs == o->ref_base_max_abs, "same vs fp64: the same error");
+  }
+
+  /* Truncated to 10 bits: within 2^-10 of the float result, itself within
+   * 2^-24 of the exact one. */
+  r = run(f, NULL, &f->loose, "saxpy", "lowp", false, a);
+  EXPECT(r.status == KS_RUN_OK && out0(&r, 0)->mismatches == 0,
+         "lowp: within 1e-2 of the original (%llu mismatches)", out0(&r, 0)->mismatches);
+  EXPECT(out0(&r, 0)->has_ref && out0(&r, 0)->ref_mismatches > N / 4 &&
+         out0(&r, 0)->ref_first_mismatch >= 0 && out0(&r, 0)->ref_cand_max_rel > 1e-4 &&
+         out0(&r, 0)->ref_cand_max_rel <= 0x1p-10 + 0x1p-23,
+         "lowp: caught by the reference (%llu worse, max rel %.3g)", out0(&r, 0)->ref_mismatches,
+         out0(&r, 0)->ref_cand_max_rel);
+
+  f->ref = "saxpy_f64_oob";
+  r = run(f, NULL, &f->saxpy, "saxpy", "same", false, a);
+  EXPECT(r.status == KS_RUN_LAUNCH_FAILED && r.error_kernel && !strcmp(r.error_kernel, "ref") &&
+         r.error && strstr(r.error, "out of bounds"), "a twin out of bounds: the reference's");
+
+  f->ref = NULL;
+  r = run(f, NULL, &f->loose, "saxpy", "lowp", false, a);
+  EXPECT(r.status == KS_RUN_OK && out0(&r, 0)->mismatches == 0 && !out0(&r, 0)->has_ref,
+         "lowp without the reference: passes");
+}
+
 /* An endless kernel, with a short limit on a worker of its own. */
 static void timeout_case(fixture *f, ks_arena *a) {
   ks_worker_options o = {.timeout_ms = 8000};
@@ -368,7 +426,10 @@ go:;
   ks_buf_release(&log);
   saxpy_workload(&a, &f.saxpy);
   half_workload(&a, &f.half);
+  saxpy_workload(&a, &f.loose);
+  f.loose.buffers.items[2].atol = f.loose.buffers.items[2].rtol = 1e-2;
   cases(&f, &a);
+  reference_cases(&f, &a);
   timeout_case(&f, &a);
   ceilings(&f, arch);
 out:

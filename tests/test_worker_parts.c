@@ -1,8 +1,9 @@
 /* test_worker_parts: the worker's host-side arithmetic, without a device:
  * half and bfloat16 conversions, every input distribution, scalar argument
  * bytes, poison patterns, default tolerances and timing options, and the
- * element comparison that decides mismatches and unwritten elements (run on
- * host slots filled by hand). */
+ * element comparison that decides mismatches and unwritten elements, and
+ * the measurements against the fp64 reference (run on host slots filled by
+ * hand). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -267,11 +268,93 @@ static void comparisons(void **state) {
   ks_arena_release(&a);
 }
 
+/* The fp64 reference's workload, launch, tolerance and measurements. */
+static void reference(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  ks_workload w = {.size_name = "timed", .launch = {{4, 1, 1}, {256, 1, 1}, 1024}};
+  *ks_array_push(&a, &w.buffers) =
+      (ks_wbuffer){"x", KS_DT_F32, 8, KS_ROLE_IN, KS_DIST_UNIFORM, -1, 1, -1, -1};
+  *ks_array_push(&a, &w.buffers) =
+      (ks_wbuffer){"idx", KS_DT_I32, 8, KS_ROLE_IN, KS_DIST_IOTA, 0, 0, -1, -1};
+  *ks_array_push(&a, &w.buffers) =
+      (ks_wbuffer){"out", KS_DT_F32, 8, KS_ROLE_OUT, KS_DIST_UNIFORM, 0, 0, 1e-2, 1e-2};
+  *ks_array_push(&a, &w.args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0};
+  *ks_array_push(&a, &w.args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_F32, {false, 0, 0.1}};
+  *ks_array_push(&a, &w.args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_F32, {true, 3, 0}};
+  *ks_array_push(&a, &w.args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_I32, {true, 8, 0}};
+  const ks_workload *t = wk_ref_workload(&a, &w);
+  assert_int_equal(t->buffers.items[0].dtype, KS_DT_F64);
+  assert_int_equal(t->buffers.items[1].dtype, KS_DT_I32);
+  assert_int_equal(t->buffers.items[2].dtype, KS_DT_F64);
+  assert_true(t->buffers.items[2].atol == 1e-2); /* the rest as it was */
+  assert_int_equal(w.buffers.items[0].dtype, KS_DT_F32); /* the original untouched */
+  assert_int_equal(t->args.items[0].kind, KS_ARG_BUFFER);
+  /* float scalars: exactly the float the original receives */
+  assert_int_equal(t->args.items[1].dtype, KS_DT_F64);
+  assert_true(t->args.items[1].value.f == (double)0.1f && t->args.items[1].value.f != 0.1);
+  assert_true(!t->args.items[2].value.is_int && t->args.items[2].value.f == 3.0);
+  assert_int_equal(t->args.items[3].dtype, KS_DT_I32);
+  assert_true(t->args.items[3].value.is_int && t->args.items[3].value.i == 8);
+  ks_launch_cfg l = wk_ref_launch(&w.launch);
+  assert_true(l.grid[0] == 4 && l.block[0] == 256 && l.smem == 2048);
+
+  double atol, rtol;
+  wk_ref_tolerance(&w.buffers.items[2], &atol, &rtol); /* loosened: the type's */
+  assert_true(atol == 1e-5 && rtol == 1e-4);
+  ks_wbuffer tight = w.buffers.items[2];
+  tight.atol = 0, tight.rtol = 1e-6;
+  wk_ref_tolerance(&tight, &atol, &rtol);
+  assert_true(atol == 0 && rtol == 1e-6);
+
+  /* Element by element: the candidate may be as bad as the original, or
+   * within the type's tolerance of the exact value; no worse. */
+  host_case c;
+  host_case_init(&c, KS_ROLE_OUT);
+  c.spec.atol = c.spec.rtol = 1e-2;
+  double r[8];
+  for (int i = 0; i < 8; i++) {
+    r[i] = i + 1 + 1.0 / 3;
+    c.want[i] = c.got[i] = (float)r[i];
+  }
+  c.got[1] = (float)(r[1] * (1 + 1e-3));                               /* worse: counted */
+  c.got[2] = (float)(r[2] * (1 + 5e-5));                               /* within rtol */
+  c.want[3] = (float)(r[3] * (1 + 1e-3)), c.got[3] = (float)(r[3] * (1 + 1.5e-3)); /* as bad */
+  r[4] = NAN, c.got[4] = 100;                                          /* nothing exact */
+  c.got[5] = NAN;                                                      /* counted */
+  c.want[6] = c.got[6] = NAN;                                          /* both wrong alike */
+  ks_wbuffer rspec = c.spec;
+  rspec.dtype = KS_DT_F64;
+  wk_buffer rbuf = {.spec = &rspec, .esize = 8, .bytes = 64};
+  rbuf.slot[0] = (unsigned char *)r;
+  wk_buffers ref = {.items = &rbuf, .len = 1};
+  ks_output_checks out = {0};
+  wk_compare_outputs(&a, &c.bufs, 0, 2, 1, &out);
+  assert_int_equal(out.items[0].mismatches, 2); /* 4 and 5; 1e-3 is within 1e-2 */
+  wk_ref_compare(&c.bufs, 0, 2, &ref, &out);
+  const ks_output_check *k = &out.items[0];
+  assert_true(k->has_ref);
+  assert_int_equal(k->ref_mismatches, 2);
+  assert_int_equal(k->ref_first_mismatch, 1);
+  assert_true(k->ref_value == r[1] && k->ref_got == c.got[1] && k->ref_base == c.want[1]);
+  assert_true(fabs(k->ref_base_max_rel - 1e-3) < 1e-6);
+  assert_true(fabs(k->ref_cand_max_rel - 1.5e-3) < 1e-6);
+  assert_true(k->ref_cand_max_abs > k->ref_base_max_abs);
+
+  /* Integer outputs are not measured against the reference. */
+  c.spec.dtype = KS_DT_I32;
+  out = (ks_output_checks){0};
+  wk_compare_outputs(&a, &c.bufs, 0, 2, 1, &out);
+  wk_ref_compare(&c.bufs, 0, 2, &ref, &out);
+  assert_false(out.items[0].has_ref);
+  assert_int_equal(out.items[0].ref_first_mismatch, -1);
+  ks_arena_release(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(half_conversions), cmocka_unit_test(distributions),
       cmocka_unit_test(scalars_and_patterns), cmocka_unit_test(defaults),
-      cmocka_unit_test(comparisons),
+      cmocka_unit_test(comparisons), cmocka_unit_test(reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

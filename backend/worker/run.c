@@ -1,7 +1,8 @@
 /* run: one run request from start to end, and the ceilings measurement.
  *
- * Load both kernels (attributes read, shared memory opted in), allocate the
- * workload's buffers once, verify every seed, then time on the first seed's
+ * Load both kernels (attributes read, shared memory opted in) and the fp64
+ * reference when there is one, allocate the workload's buffers once (and
+ * the reference's, widened), verify every seed, then time on the first seed's
  * inputs and recheck: fresh inputs from recheck_seed, the candidate run
  * right after its timed launches, then the original, compared. A candidate
  * that caches results or skips work once it has been called a few times
@@ -49,8 +50,11 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
   wk_outcome oc = {KS_RUN_OK, NULL, NULL};
   wk_kernel base = {0}, cand = {0};
   wk_buffers bufs = {0};
+  wk_reference ref = {0};
   const ks_workload *work = req->work;
   bool have_cand = req->cand.cubin != NULL;
+  /* The reference serves verification only. */
+  bool have_ref = req->ref.cubin != NULL && have_cand && req->verify && req->nseeds;
   /* A zeroed launch means "the original's" (a variant with no policy). */
   ks_launch_cfg cand_launch = req->cand_launch;
   if (!cand_launch.grid[0] && !cand_launch.block[0])
@@ -69,12 +73,22 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
     res->cand_spill_bytes = cand.local_bytes;
     res->cand_static_smem = cand.static_smem;
   }
+  if (have_ref) {
+    ks_launch_cfg ref_launch = wk_ref_launch(&work->launch);
+    if (wk_kernel_load(w, arena, &req->ref, "ref", &ref_launch, &ref.kernel, &oc))
+      goto out;
+  }
   if (wk_buffers_alloc(w, arena, work, &bufs, &oc))
     goto out;
+  if (have_ref && wk_buffers_alloc(w, arena, wk_ref_workload(arena, work), &ref.bufs, &oc)) {
+    oc.kernel = "ref";
+    goto out;
+  }
 
   if (req->verify && have_cand)
     for (size_t i = 0; i < req->nseeds; i++)
-      if (wk_verify_seed(w, arena, &bufs, &base, &cand, req->seeds[i], res, &oc))
+      if (wk_verify_seed(w, arena, &bufs, &base, &cand, have_ref ? &ref : NULL, req->seeds[i],
+                         res, &oc))
         goto out;
 
   if (req->time) {
@@ -88,6 +102,8 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
       goto out;
   }
 out:
+  wk_buffers_free(w, &ref.bufs);
+  wk_kernel_unload(w, &ref.kernel);
   wk_buffers_free(w, &bufs);
   wk_kernel_unload(w, &cand);
   wk_kernel_unload(w, &base);

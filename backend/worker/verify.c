@@ -20,7 +20,9 @@
  *  - guard zones after every run, the original's and the candidate's
  *    reported apart;
  *  - inputs: an `in` buffer the candidate changed, where the original
- *    leaves it as it was. */
+ *    leaves it as it was;
+ *  - with an fp64 reference (reference.c), run first on the same inputs
+ *    widened: both kernels' errors against it. */
 #include "worker.h"
 
 #include <math.h>
@@ -28,16 +30,8 @@
 #include <string.h>
 
 void wk_tolerance(const ks_wbuffer *b, double *atol, double *rtol) {
-  /* Defaults allow a different order of floating-point operations (a
-   * reduction tree instead of a loop) at the type's precision. */
-  double a = 0, r = 0;
-  switch (b->dtype) {
-  case KS_DT_F16: a = 1e-3, r = 1e-2; break;
-  case KS_DT_BF16: a = 1e-2, r = 2e-2; break;
-  case KS_DT_F32: a = 1e-5, r = 1e-4; break;
-  case KS_DT_F64: a = 1e-12, r = 1e-9; break;
-  default: break; /* integers: exact */
-  }
+  double a, r;
+  ks_dtype_tolerance(b->dtype, &a, &r);
   *atol = b->atol >= 0 ? b->atol : a;
   *rtol = b->rtol >= 0 ? b->rtol : r;
 }
@@ -72,6 +66,7 @@ void wk_compare_outputs(ks_arena *arena, const wk_buffers *b, int want, int got,
     c->buffer = wk_name(x);
     c->count = x->spec->count;
     c->first_mismatch = -1;
+    c->ref_first_mismatch = -1;
     double atol, rtol;
     wk_tolerance(x->spec, &atol, &rtol);
     bool is_float = ks_wire_dtype_is_float(x->spec->dtype);
@@ -156,13 +151,17 @@ static int one_run(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *k, in
 }
 
 int wk_verify_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
-                   unsigned long long seed, ks_run_result *res, wk_outcome *out) {
+                   wk_reference *ref, unsigned long long seed, ks_run_result *res,
+                   wk_outcome *out) {
   ks_seed_check s = {.seed = seed};
   bool *changed = ks_xcalloc(b->len ? b->len : 1, sizeof *changed);
   bool *base_nondet = ks_xcalloc(b->len ? b->len : 1, sizeof *base_nondet);
   int rc = -1, canary;
   bool before = false;
   if (wk_buffers_fill(w, arena, b, seed, out))
+    goto done;
+  /* The reference first: it reads the same inputs, on buffers of its own. */
+  if (ref && wk_ref_run(w, arena, b, ref, out))
     goto done;
 
   /* The original, twice. */
@@ -201,6 +200,8 @@ int wk_verify_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base,
     }
 
   wk_compare_outputs(arena, b, 0, 2, 1, &s.outputs);
+  if (ref)
+    wk_ref_compare(b, 0, 2, &ref->bufs, &s.outputs);
   *ks_array_push(arena, &res->seeds) = s;
   rc = 0;
 done:

@@ -8,6 +8,8 @@
  *   fill.c    seeded inputs for every distribution and element type
  *   verify.c  one seed: four runs, comparisons, races, canaries, inputs
  *   timing.c  interleaved timing with L2 flushes and the clock filter
+ *   reference.c  the fp64 reference: widened buffers, its run, the
+ *             outputs' errors against it
  *   run.c     a run request from start to end; the ceilings
  *
  * The worker is single-threaded and handles one request at a time. A CUDA
@@ -162,9 +164,38 @@ void wk_tolerance(const ks_wbuffer *b, double *atol, double *rtol);
  * tell unwritten elements. */
 void wk_compare_outputs(ks_arena *arena, const wk_buffers *b, int want, int got, int second,
                         ks_output_checks *out);
-/* One seed of verification; appends to res->seeds. */
+/* The fp64 reference of a request: the original's twin and its buffers. */
+typedef struct wk_reference {
+  wk_kernel kernel;         /* label "ref" */
+  wk_buffers bufs;          /* the workload with f32 widened to f64 */
+} wk_reference;
+
+/* One seed of verification; appends to res->seeds. `ref` (NULL: none) runs
+ * on the seed's inputs widened, and the outputs are measured against it. */
 int wk_verify_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
-                   unsigned long long seed, ks_run_result *res, wk_outcome *out);
+                   wk_reference *ref, unsigned long long seed, ks_run_result *res,
+                   wk_outcome *out);
+
+/* ---- reference.c ---- */
+/* The twin's workload: f32 buffers and f32 scalars as f64 (a scalar through
+ * the float the original receives); everything else as it was. */
+const ks_workload *wk_ref_workload(ks_arena *arena, const ks_workload *work);
+/* The original's launch, with room for doubles where it had floats: the
+ * dynamic shared memory doubled. */
+ks_launch_cfg wk_ref_launch(const ks_launch_cfg *original);
+/* Widens the inputs now in `b` into the reference's buffers, runs it
+ * (outputs poisoned with pattern 1) and downloads its outputs into their
+ * slot 0. A failure is the reference's (kernel "ref"). */
+int wk_ref_run(wk_state *w, ks_arena *arena, const wk_buffers *b, wk_reference *ref,
+               wk_outcome *out);
+/* The tolerance against the reference: the tighter of the buffer's and its
+ * type's default. */
+void wk_ref_tolerance(const ks_wbuffer *b, double *atol, double *rtol);
+/* Fills the ref_ fields of `checks` (one per output of `b`, in order, as
+ * wk_compare_outputs made them) from slots `base` and `cand` of `b` and the
+ * reference's slot 0; floating-point outputs only. */
+void wk_ref_compare(const wk_buffers *b, int base, int cand, const wk_buffers *ref,
+                    ks_output_checks *checks);
 
 /* ---- timing.c ---- */
 void wk_timing_defaults(ks_timing_options *t);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The judge end to end without a GPU: `check` on the fixtures of
+# tests/fixtures/fp64 (a GELU whose spec asks for the fp64 reference and
+# loosens the tolerance against the original), with the real worker running
+# on the CPU stand-in for the driver (fake_cuda.c, which has a C twin of
+# each kernel under its lowered name). A variant in half precision passes
+# the loose tolerance and must be WRONG against the reference; an honest
+# one must pass it; a half-precision kernel must have its `reference fp64`
+# refused with the reason. The same fixtures run on a real GPU in hacks.sh.
+set -u
+bin=$(realpath "$1") worker=$(realpath "$2") fake=$(realpath "$3") fixtures=$(realpath "$4")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# The stand-in goes to the worker only: NVRTC in kernelsmith-cc would trip
+# over it. The worker inherits fds 3 and 4 through the exec.
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$fake" "$worker" >"$tmp/worker"
+chmod +x "$tmp/worker"
+export KERNELSMITH_WORKER="$tmp/worker" XDG_CACHE_HOME="$tmp/cache"
+pass=0 fail=0
+ok() { pass=$((pass + 1)); printf '%-34s %s\n' "$1" "$2"; }
+bad() { fail=$((fail + 1)); printf '%-34s FAIL: %s\n' "$1" "$2"; }
+check() { # variant [args...]: check --json of gelu_ref.cu
+  local variant=$1; shift
+  "$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/$variant" --no-time --seeds 1 \
+    --cache-dir "$tmp/cubins" "$@" "$fixtures/fp64/gelu_ref.cu" 2>&1
+}
+# "VERDICT<TAB>reason<TAB>has the fp64 errors" of a check --json output
+summary() {
+  python3 -c 'import json,sys
+d = json.load(sys.stdin); r = d["fp64_reference"]
+print(d["verdict"] + "\t" + (d["reason"] or "") + "\t" + str(r is not None and r["variant_max_abs_error"] >= 0))' 2>/dev/null
+}
+expect() { # variant verdict reason-substring
+  local got
+  got=$(check "$1" --json | summary)
+  if [ "${got%%$'\t'*}" = "$2" ] && [[ "$got" == *"$3"* ]] && [ "${got##*$'\t'}" = True ]; then
+    ok "fp64/$1" "$2"
+  else
+    bad "fp64/$1" "wanted $2 ($3) with the errors vs fp64, got: ${got:-no JSON}"
+  fi
+}
+
+expect half_precision.cu WRONG "lowers precision: output 'out' is further from the fp64 reference"
+expect exp_tanh.cu SAME "verified on every size set"
+# The text report says both kernels' accuracy.
+text=$(check exp_tanh.cu)
+if [[ "$text" == *"accuracy  vs fp64: original max rel"*", variant max rel"* ]]; then
+  ok "fp64/exp_tanh.cu (text)" "accuracy line"
+else
+  bad "fp64/exp_tanh.cu (text)" "no accuracy line in: $text"
+fi
+# No faithful twin: the spec's `reference fp64` is refused with the reason.
+text=$("$bin" -q check scale_half --variant "$fixtures/fp64/exp_tanh.cu" --no-time \
+       --cache-dir "$tmp/cubins" "$fixtures/fp64/half_kernel.cu" 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && [[ "$text" == *"'reference fp64' cannot be honoured"*"'__half'"* ]]; then
+  ok "fp64/half_kernel.cu" "refused"
+else
+  bad "fp64/half_kernel.cu" "exit $rc: $text"
+fi
+echo "judge_fake_gpu: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
