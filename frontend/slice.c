@@ -139,17 +139,43 @@ static void add_unique(ks_arena *arena, ks_strings *list, const char *path) {
   *ks_array_push(arena, list) = path;
 }
 
+/* Whether the text of `file` names `header` in an #include line (a cheap
+ * test: the scan keeps no include graph for us). */
+static bool includes_header(ks_ctx *ctx, const char *file, const char *header) {
+  const char *base = strrchr(header, '/');
+  base = base ? base + 1 : header;
+  ks_buf text = KS_BUF_INIT;
+  bool found = false;
+  if (!ks_read_file(ctx, file, 64u << 20, &text))
+    for (const char *p = strstr(text.data, base); p && !found; p = strstr(p + 1, base)) {
+      const char *line = p;
+      while (line > text.data && line[-1] != '\n')
+        line--;
+      while (*line == ' ' || *line == '\t')
+        line++;
+      found = *line == '#' && strstr(line, "include") && strstr(line, "include") < p;
+    }
+  ks_buf_release(&text);
+  return found;
+}
+
 /* Where the kernel can be re-parsed, best first: its own .cu; the files of
- * its launch sites (a header kernel, or a .cu meant to be included, is seen
- * there as it is used); the header itself. */
-static void candidate_files(ks_arena *arena, const ks_scan *scan, const ks_kernel *k,
-                            ks_strings *out) {
+ * its launch sites, then the scanned files that include its header (a
+ * header kernel, or a .cu meant to be included, is seen there as it is
+ * used, with what it needs from its includer); the header itself. */
+static void candidate_files(ks_ctx *ctx, ks_arena *arena, const ks_scan *scan,
+                            const ks_kernel *k, ks_strings *out) {
   if (!k->in_header)
     add_unique(arena, out, k->loc.file);
   for (size_t i = 0; i < k->launches.len; i++) {
     const ks_launch *l = &scan->launches.items[k->launches.items[i]];
     if (l->loc.file && ks_path_has_ext(l->loc.file, ".cu"))
       add_unique(arena, out, l->loc.file);
+  }
+  for (size_t i = 0; i < scan->files.len; i++) {
+    const char *f = scan->files.items[i].path;
+    if (strcmp(f, k->loc.file) && ks_path_has_ext(f, ".cu") && includes_header(ctx, f, k->loc.file))
+      add_unique(arena, out, f);
   }
   add_unique(arena, out, k->loc.file);
 }
@@ -281,14 +307,14 @@ static int slice_in(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
   int rc = ks_slice_parse(ctx, opts, scan, path, true, &scratch, &parse);
   if (rc)
     goto out;
-  /* The device side is what NVRTC sees, but clang 16 does not follow all of
-   * it (a launch from device code is an error there): when it finds errors
-   * in the user's code, the host side, as the scan read it, may do better. */
-  if (parse.user_errors) {
+  /* The device side is what NVRTC sees, but clang 16 refuses launches from
+   * device code there (dynamic parallelism), and drops them: then the host
+   * side, as the scan read it, is the better view. */
+  if (parse.lost_launches) {
     rc = ks_slice_parse(ctx, opts, scan, path, false, &scratch, &host);
     if (rc)
       goto out;
-    if (host.user_errors < parse.user_errors) {
+    if (host.lost_launches < parse.lost_launches) {
       slice_parse swap = parse;
       parse = host;
       host = swap;
@@ -344,7 +370,7 @@ int ks_slice_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
     return -1;
   bool find = k->is_template && !(instances && *instances);
   const char *specialization = NULL;
-  candidate_files(arena, scan, k, &files);
+  candidate_files(ctx, arena, scan, k, &files);
   int rc = 1;
   for (size_t i = 0; i < files.len && rc == 1; i++) {
     memset(out, 0, sizeof *out);

@@ -96,14 +96,6 @@ typedef struct slice_edit {
 } slice_edit;
 typedef KS_ARRAY(slice_edit) slice_edits;
 
-/* A line placed before the code (an #include, a #define standing in for a
- * C library macro), kept unique. */
-typedef struct slice_prelude_line {
-  const char *text;
-  const char *why;      /* the name that needed it, for the dependency list */
-} slice_prelude_line;
-typedef KS_ARRAY(slice_prelude_line) slice_prelude;
-
 typedef struct ks_slicer {
   ks_ctx *ctx;
   ks_tu tu;               /* the unit, and the scratch arena */
@@ -118,8 +110,13 @@ typedef struct ks_slicer {
   slice_items items;      /* in unit order */
   slice_macros macros;    /* sorted by name, then unit order */
   slice_edits edits;
-  slice_prelude prelude;  /* includes and stand-ins, in order of need */
+  ks_strings prelude;     /* lines before the code: #includes and #defines
+                             standing in for C library macros, each once,
+                             in order of need */
   ks_strings includes;    /* toolkit headers, as in #include <...> */
+  ks_strings system_namespaces; /* namespaces of the system declarations the
+                             slice uses ("nvcuda::wmma"): a using-directive
+                             naming one is kept */
   ks_indices worklist;    /* items to walk */
   bool needs_rdc;         /* device code launches kernels */
   bool failed;            /* a reason was recorded with ks_fail */
@@ -138,6 +135,7 @@ typedef struct slice_parse {
   CXTranslationUnit unit;
   ks_strings defines;     /* -D flags among the arguments */
   unsigned user_errors;   /* errors clang found in the user's files */
+  unsigned lost_launches; /* of which launches from device code it refused */
 } slice_parse;
 int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
                    const char *path, bool device, ks_arena *arena, slice_parse *out);
@@ -154,6 +152,9 @@ bool ks_slice_order_at(ks_slicer *s, const char *path, unsigned offset, ks_order
 /* The item a declaration belongs to (its outermost enclosing declaration at
  * namespace scope), or -1. */
 long ks_slice_item_of(ks_slicer *s, CXCursor decl);
+/* Whether a declaration is in the declarations kernelsmith-cc gives clang
+ * for what it lacks (flags.c's prelude): NVRTC has those built in. */
+bool ks_slice_in_stubs(ks_slicer *s, CXCursor c);
 /* Items by qualified name ("ns::T"); the first at or after `from`, or -1. */
 long ks_slice_item_named(ks_slicer *s, const char *name, size_t from);
 /* The definition of macro `name` in force at `use`, or NULL. */
@@ -189,7 +190,9 @@ slice_system_kind ks_slice_system_decl(ks_slicer *s, CXCursor decl, const char *
 /* A macro from a system header. */
 slice_system_kind ks_slice_system_macro(ks_slicer *s, slice_macro *m, const char **out);
 /* Adds a prelude line once. */
-void ks_slice_add_prelude(ks_slicer *s, const char *text, const char *why);
+void ks_slice_add_prelude(ks_slicer *s, const char *text);
+/* Adds a toolkit header (as in #include <...>) once, with its prelude line. */
+void ks_slice_add_include(ks_slicer *s, const char *header);
 /* Whether a path lies in the toolkit's include directories; sets *rel to
  * the part after them ("cuda_fp16.h"). */
 bool ks_slice_toolkit_header(const ks_slicer *s, const char *path, const char **rel);

@@ -91,16 +91,38 @@ bool ks_slice_toolkit_header(const ks_slicer *s, const char *path, const char **
       return true;
     }
   }
+  /* Some installations also copy the toolkit's headers into another system
+   * include directory (/usr/local/include), which the parser may find
+   * first: the part after ".../include/cccl/" or the last ".../include/"
+   * names the header as well. The allow-list decides what may be used. */
+  const char *cccl = path ? strstr(path, "/include/cccl/") : NULL;
+  if (cccl) {
+    *rel = cccl + strlen("/include/cccl/");
+    return true;
+  }
+  const char *last = NULL;
+  for (const char *p = path ? strstr(path, "/include/") : NULL; p; p = strstr(p + 1, "/include/"))
+    last = p;
+  if (last && !strstr(path, "/lib/clang/")) {
+    *rel = last + strlen("/include/");
+    return true;
+  }
   return false;
 }
 
-void ks_slice_add_prelude(ks_slicer *s, const char *text, const char *why) {
+void ks_slice_add_prelude(ks_slicer *s, const char *text) {
   for (size_t i = 0; i < s->prelude.len; i++)
-    if (!strcmp(s->prelude.items[i].text, text))
+    if (!strcmp(s->prelude.items[i], text))
       return;
-  slice_prelude_line *line = ks_array_push(s->tu.arena, &s->prelude);
-  line->text = text;
-  line->why = why;
+  *ks_array_push(s->tu.arena, &s->prelude) = text;
+}
+
+void ks_slice_add_include(ks_slicer *s, const char *header) {
+  for (size_t i = 0; i < s->includes.len; i++)
+    if (!strcmp(s->includes.items[i], header))
+      return;
+  *ks_array_push(s->tu.arena, &s->includes) = header;
+  ks_slice_add_prelude(s, ks_arena_printf(s->tu.arena, "#include <%s>", header));
 }
 
 static const char *fix_text(ks_slicer *s, const name_fix *fix, const char **out) {
@@ -242,18 +264,16 @@ slice_system_kind ks_slice_system_macro(ks_slicer *s, slice_macro *m, const char
   long file = file_of(s, clang_getRangeStart(r));
   if (file < 0)
     return SLICE_SYS_BUILTIN;
-  long chain[64];
-  bool user = false;
-  unsigned n = includers(s, file, chain, 64, &user);
   const char *rel = NULL;
-  if (user && ks_slice_toolkit_header(s, s->files.items[file].path, &rel)) {
-    const char *header = allowed_on_chain(s, chain, n);
+  if (ks_slice_toolkit_header(s, s->files.items[file].path, &rel)) {
+    /* A constant of math_constants.h the user included: the header; one
+     * only CUDA's wrapper brought in: built in. */
+    const char *header = nearest_user_include(s, file);
     if (header)
       return (*out = header), SLICE_SYS_INCLUDE;
+    return SLICE_SYS_BUILTIN;
   }
   /* libc's constants (M_PI, M_SQRT2, ...) are plain numbers: copied. */
-  if (ks_slice_toolkit_header(s, s->files.items[file].path, &rel))
-    return SLICE_SYS_BUILTIN;
   ks_slice_locate_macro(s, m);
   const char *text = ks_tu_range_text(&s->tu, m->range);
   const char *body = text ? text + strlen(m->name) : NULL;

@@ -202,21 +202,38 @@ static void need_item(ks_slicer *s, long index) {
 
 /* ---- references ----------------------------------------------------------- */
 
+/* Notes the namespaces around a system declaration the slice uses. */
+static void note_namespaces(ks_slicer *s, CXCursor decl) {
+  for (CXCursor p = clang_getCursorSemanticParent(decl);
+       clang_getCursorKind(p) == CXCursor_Namespace; p = clang_getCursorSemanticParent(p)) {
+    const char *name = ks_tu_qualified_name(&s->tu, p);
+    bool known = false;
+    for (size_t i = 0; i < s->system_namespaces.len && !known; i++)
+      known = !strcmp(s->system_namespaces.items[i], name);
+    if (!known)
+      *ks_array_push(s->tu.arena, &s->system_namespaces) = name;
+  }
+}
+
 static void system_ref(walk *w, CXCursor decl) {
   ks_slicer *s = w->s;
   const char *text = NULL;
+  note_namespaces(s, decl);
+  /* The device runtime (cudaMalloc, cudaFree, ... in device code) links
+   * only into relocatable device code. */
+  if (w->device && is_function(clang_getCursorKind(decl))) {
+    const char *name = ks_tu_spelling(&s->tu, decl);
+    if (!strncmp(name, "cuda", 4) && name[4] >= 'A' && name[4] <= 'Z')
+      s->needs_rdc = true;
+  }
   switch (ks_slice_system_decl(s, decl, &text)) {
   case SLICE_SYS_BUILTIN:
     break;
   case SLICE_SYS_INCLUDE:
-    for (size_t i = 0; i < s->includes.len; i++)
-      if (!strcmp(s->includes.items[i], text))
-        return;
-    *ks_array_push(s->tu.arena, &s->includes) = text;
-    ks_slice_add_prelude(s, ks_arena_printf(s->tu.arena, "#include <%s>", text), text);
+    ks_slice_add_include(s, text);
     break;
   case SLICE_SYS_DEFINE:
-    ks_slice_add_prelude(s, text, ks_tu_spelling(&s->tu, decl));
+    ks_slice_add_prelude(s, text);
     break;
   case SLICE_SYS_MISSING:
     if (!s->failed)
@@ -258,7 +275,6 @@ static bool is_lambda_member(ks_slicer *s, CXCursor fn) {
  * candidate of a dependent call, says no) when it may not. */
 static bool device_may_call(walk *w, CXCursor fn, bool candidate) {
   ks_slicer *s = w->s;
-  enum CXCursorKind k = clang_getCursorKind(fn);
   attr_find a = attrs_of(fn);
   if (a.device)
     return true;
@@ -269,8 +285,8 @@ static bool device_may_call(walk *w, CXCursor fn, bool candidate) {
       make_host_device(s, def);
     return true;
   }
-  if (k == CXCursor_Constructor || k == CXCursor_Destructor || is_defaulted(fn))
-    return true; /* implicit or defaulted ones are __host__ __device__ */
+  if (is_defaulted(fn))
+    return true; /* implicit or defaulted: __host__ __device__ */
   if (is_lambda_member(s, fn))
     return true; /* a lambda takes the execution space of where it is */
   if (candidate || !w->device)
@@ -312,6 +328,8 @@ static void follow(walk *w, CXCursor ref, bool candidate) {
     system_ref(w, ref);
     return;
   }
+  if (ks_slice_in_stubs(s, ref))
+    return; /* surf2Dwrite, __ldcg: declared for clang, built into NVRTC */
   /* A local (or block-scope extern) declaration is part of the function
    * that declares it, which is being walked. */
   if (is_function(clang_getCursorKind(clang_getCursorLexicalParent(ref))))
@@ -324,8 +342,11 @@ static void follow(walk *w, CXCursor ref, bool candidate) {
   if (is_function(k)) {
     if (w->device && !device_may_call(w, ref, candidate))
       return;
+    /* A template declared only may be defined by its explicit
+     * specializations, which come with it. */
     if (clang_Cursor_isNull(def) && attrs_of(ref).device && k != CXCursor_Constructor &&
-        k != CXCursor_Destructor && fail_once(s))
+        k != CXCursor_Destructor && k != CXCursor_FunctionTemplate &&
+        !clang_CXXMethod_isPureVirtual(ref) && fail_once(s))
       ks_fail(s->ctx, "it calls device function '%s', whose definition is not in the scanned "
                       "files (%s)",
               ks_tu_qualified_name(&s->tu, ref), where(s, ref));
@@ -526,6 +547,15 @@ static bool using_applies(ks_slicer *s, const slice_item *u) {
     for (size_t k = 0; k < s->items.len; k++)
       if (s->items.items[k].needed && !strncmp(s->items.items[k].name, ns, len) &&
           !strncmp(s->items.items[k].name + len, "::", 2))
+        return true;
+    return false;
+  }
+  /* A namespace is declared in many headers: it counts when the slice uses
+   * something in it. */
+  if (clang_getCursorKind(target) == CXCursor_Namespace) {
+    const char *ns = ks_tu_qualified_name(&s->tu, target);
+    for (size_t i = 0; i < s->system_namespaces.len; i++)
+      if (!strcmp(s->system_namespaces.items[i], ns))
         return true;
     return false;
   }

@@ -96,33 +96,128 @@ static bool is_function_definition(const slice_item *it) {
          clang_isCursorDefinition(it->cursor);
 }
 
+/* ---- preprocessor conditionals cut by a declaration's extent ------------ */
+
+enum { PP_NONE, PP_OPEN, PP_MID, PP_CLOSE };
+
+/* The conditional directive a line starts with, if any. */
+static int directive(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t'))
+    p++;
+  if (p == end || *p != '#')
+    return PP_NONE;
+  for (p++; p < end && (*p == ' ' || *p == '\t'); p++)
+    ;
+  size_t n = 0;
+  while (p + n < end && ks_ctext_is_ident_char(p[n]))
+    n++;
+  if ((n == 2 && !strncmp(p, "if", 2)) || (n == 5 && !strncmp(p, "ifdef", 5)) ||
+      (n == 6 && !strncmp(p, "ifndef", 6)))
+    return PP_OPEN;
+  if (n == 5 && !strncmp(p, "endif", 5))
+    return PP_CLOSE;
+  if ((n == 4 && (!strncmp(p, "else", 4) || !strncmp(p, "elif", 4))) ||
+      (n == 7 && !strncmp(p, "elifdef", 7)) || (n == 8 && !strncmp(p, "elifndef", 8)))
+    return PP_MID;
+  return PP_NONE;
+}
+
+/* A declaration's extent can start or end inside a conditional:
+ *     #ifdef __CUDACC__
+ *     __host__ __device__
+ *     #endif
+ *     inline float sign_f(const float &val) { ... }
+ * starts at __host__ and holds the #endif alone. The text is widened to the
+ * directives that pair with those it holds, so NVRTC sees whole
+ * conditionals. */
+static void balance_conditionals(ks_slicer *s, const char *file, unsigned *begin, unsigned *end) {
+  CXFile f = ks_tu_file(&s->tu, file);
+  size_t size = 0;
+  const char *data = f ? clang_getFileContents(s->tu.unit, f, &size) : NULL;
+  if (!data || *end > size)
+    return;
+  int level = 0, lowest = 0;
+  for (unsigned at = *begin; at < *end;) {
+    if (at == 0 || data[at - 1] == '\n') {
+      int d = directive(data + at, data + *end);
+      if (d == PP_OPEN)
+        level++;
+      else if (d == PP_CLOSE && --level < lowest)
+        lowest = level;
+      else if (d == PP_MID && level - 1 < lowest)
+        lowest = level - 1;
+    }
+    const char *nl = memchr(data + at, '\n', *end - at);
+    at = nl ? (unsigned)(nl - data) + 1 : *end;
+  }
+  /* Backwards to the #if lines of the directives left open before. */
+  int need = -lowest, depth = 0;
+  for (unsigned line = *begin; need > 0 && line > 0;) {
+    line--; /* to the end of the previous line */
+    while (line > 0 && data[line - 1] != '\n')
+      line--;
+    int d = directive(data + line, data + size);
+    if (d == PP_CLOSE)
+      depth++;
+    else if (d == PP_OPEN && depth)
+      depth--;
+    else if (d == PP_OPEN && --need == 0)
+      *begin = line;
+  }
+  /* Forwards to the #endif lines of those it leaves open. */
+  need = level - lowest;
+  depth = 0;
+  for (unsigned at = *end; need > 0 && at < size;) {
+    while (at > 0 && at < size && data[at - 1] != '\n')
+      at++; /* to the start of the next line */
+    int d = directive(data + at, data + size);
+    const char *nl = memchr(data + at, '\n', size - at);
+    unsigned next = nl ? (unsigned)(nl - data) + 1 : (unsigned)size;
+    if (d == PP_OPEN)
+      depth++;
+    else if (d == PP_CLOSE && depth)
+      depth--;
+    else if (d == PP_CLOSE && --need == 0)
+      *end = nl ? next - 1 : next;
+    at = next;
+  }
+}
+
 static void collect_chunks(ks_slicer *s, chunks *out) {
   for (size_t i = 0; i < s->items.len; i++) {
     const slice_item *it = &s->items.items[i];
     if (!it->needed || !it->range.begin.file || it->range.end.offset <= it->range.begin.offset)
       continue;
+    const char *file = it->range.begin.file;
+    unsigned begin = it->range.begin.offset, end = it->range.end.offset;
+    unsigned line = it->range.begin.line;
+    balance_conditionals(s, file, &begin, &end);
+    if (begin != it->range.begin.offset)
+      line = ks_tu_loc(&s->tu, clang_getLocationForOffset(s->tu.unit, ks_tu_file(&s->tu, file),
+                                                           begin))
+                 .line;
     chunk *last = out->len ? &out->items[out->len - 1] : NULL;
     /* Declarations sharing text (`int a, b;`, one macro making two
      * functions, `typedef struct {...} T;` which is a struct and then a
      * typedef that starts before it) are one piece of text. */
-    if (last && !last->macro && !strcmp(last->file, it->range.begin.file) &&
-        it->range.begin.offset < last->end && it->range.end.offset > last->begin) {
-      if (it->range.begin.offset < last->begin) {
-        last->begin = it->range.begin.offset;
-        last->line = it->range.begin.line;
+    if (last && !last->macro && !strcmp(last->file, file) && begin < last->end &&
+        end > last->begin) {
+      if (begin < last->begin) {
+        last->begin = begin;
+        last->line = line;
         last->order = it->order;
       }
-      if (it->range.end.offset > last->end) {
-        last->end = it->range.end.offset;
+      if (end > last->end) {
+        last->end = end;
         last->function = is_function_definition(it);
       }
       continue;
     }
     chunk *c = ks_array_push(s->tu.arena, out);
-    c->file = it->range.begin.file;
-    c->begin = it->range.begin.offset;
-    c->end = it->range.end.offset;
-    c->line = it->range.begin.line;
+    c->file = file;
+    c->begin = begin;
+    c->end = end;
+    c->line = line;
     c->order = it->order;
     c->function = is_function_definition(it);
     scopes_of(s, it->cursor, c);
@@ -216,17 +311,11 @@ static bool command_line_macro(macro_scan *ms, const char *ident, size_t len,
 static void use_system_macro(macro_scan *ms, slice_macro *m) {
   const char *text = NULL;
   switch (ks_slice_system_macro(ms->s, m, &text)) {
-  case SLICE_SYS_INCLUDE: {
-    ks_slicer *s = ms->s;
-    for (size_t i = 0; i < s->includes.len; i++)
-      if (!strcmp(s->includes.items[i], text))
-        return;
-    *ks_array_push(s->tu.arena, &s->includes) = text;
-    ks_slice_add_prelude(s, ks_arena_printf(s->tu.arena, "#include <%s>", text), m->name);
+  case SLICE_SYS_INCLUDE:
+    ks_slice_add_include(ms->s, text);
     break;
-  }
   case SLICE_SYS_DEFINE:
-    ks_slice_add_prelude(ms->s, text, m->name);
+    ks_slice_add_prelude(ms->s, text);
     break;
   default:
     break;
@@ -352,27 +441,37 @@ static void write_unit(ks_slicer *s, chunks *cs, const ks_strings *defines, ks_b
   ks_buf_addf(b, "// kernelsmith-cc extract: %s from %s\n", s->kernel->qualified_name,
               s->kernel->loc.file);
   for (size_t i = 0; i < s->prelude.len; i++)
-    ks_buf_addf(b, "%s\n", s->prelude.items[i].text);
+    ks_buf_addf(b, "%s\n", s->prelude.items[i]);
   for (size_t i = 0; i < defines->len; i++)
     ks_buf_addf(b, "%s\n", defines->items[i]);
   if (cs->len > 1)
     qsort(cs->items, cs->len, sizeof *cs->items, cmp_chunk);
+  /* `open`: the opening lines of the scopes we are in; `closers`: their
+   * closing lines, innermost first. */
   const char *open = "", *closers = "";
   for (size_t i = 0; i < cs->len; i++) {
     const chunk *c = &cs->items[i];
-    const char *scopes = c->macro ? open : c->scopes;
-    if (strcmp(scopes, open)) {
-      /* Close what the next piece is not in, open what it is in: whole
-       * chains compared, so reopened namespaces close and open again. */
-      size_t common = 0;
-      while (open[common] && open[common] == scopes[common])
-        common++;
-      while (common && open[common - 1] != '\n')
-        common--;
-      unsigned keep = 0;
+    /* A #define closes the scopes the declaration after it is not in, and
+     * opens none: namespaces close before it rather than around it. */
+    const char *scopes = c->scopes;
+    if (c->macro) {
+      scopes = "";
+      for (size_t k = i; k < cs->len; k++)
+        if (!cs->items[k].macro) {
+          scopes = cs->items[k].scopes;
+          break;
+        }
+    }
+    /* What `open` and `scopes` share, in whole lines. */
+    size_t common = 0;
+    while (open[common] && open[common] == scopes[common])
+      common++;
+    while (common && open[common - 1] != '\n')
+      common--;
+    if (open[common] || (!c->macro && scopes[common])) {
+      unsigned keep = 0, total = 0;
       for (size_t k = 0; k < common; k++)
         keep += open[k] == '\n';
-      unsigned total = 0;
       for (const char *p = open; *p; p++)
         total += *p == '\n';
       const char *p = closers;
@@ -381,9 +480,14 @@ static void write_unit(ks_slicer *s, chunks *cs, const ks_strings *defines, ks_b
         ks_buf_add(b, p, (size_t)(nl - p) + 1);
         p = nl + 1;
       }
-      ks_buf_adds(b, scopes + common);
-      open = scopes;
-      closers = c->closers;
+      if (c->macro) {
+        open = ks_arena_strndup(s->tu.arena, open, common);
+        closers = p;
+      } else {
+        ks_buf_adds(b, scopes + common);
+        open = scopes;
+        closers = c->closers;
+      }
     }
     add_line_directive(b, c->line, c->file);
     if (c->macro) {

@@ -130,7 +130,7 @@ static void add_item(ks_slicer *s, CXCursor c) {
 
 /* Our own forced include (declarations clang lacks) is no code of the
  * user's, though it is not in a system directory as far as clang knows. */
-static bool in_stubs(ks_slicer *s, CXCursor c) {
+bool ks_slice_in_stubs(ks_slicer *s, CXCursor c) {
   ks_loc loc = ks_tu_loc(&s->tu, clang_getCursorLocation(c));
   size_t n = strlen(s->env->stub_dir);
   return loc.file && !strncmp(loc.file, s->env->stub_dir, n) && loc.file[n] == '/';
@@ -160,7 +160,7 @@ static enum CXChildVisitResult visit_top(CXCursor c, CXCursor parent, CXClientDa
   }
   if (k == CXCursor_MacroExpansion)
     return CXChildVisit_Continue;
-  if (ks_tu_in_system(c) || in_stubs(s, c))
+  if (ks_tu_in_system(c) || ks_slice_in_stubs(s, c))
     return CXChildVisit_Continue;
   if (is_scope(k))
     return CXChildVisit_Recurse;

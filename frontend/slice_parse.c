@@ -57,17 +57,25 @@ static int file_flags(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *s
   return 0;
 }
 
-/* Errors in the user's files: what clang could not make sense of. */
-static unsigned user_errors(CXTranslationUnit unit) {
-  unsigned n = clang_getNumDiagnostics(unit), errors = 0;
+/* Errors in the user's files (the first few shown with -vv), and among
+ * them the launches from device code clang 16 refuses on the device side
+ * ("reference to __global__ function 'child' in __global__ function"). */
+static void user_errors(ks_ctx *ctx, CXTranslationUnit unit, bool device, slice_parse *out) {
+  unsigned n = clang_getNumDiagnostics(unit);
   for (unsigned i = 0; i < n; i++) {
     CXDiagnostic d = clang_getDiagnostic(unit, i);
     if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error &&
-        !clang_Location_isInSystemHeader(clang_getDiagnosticLocation(d)))
-      errors++;
+        !clang_Location_isInSystemHeader(clang_getDiagnosticLocation(d))) {
+      CXString text = clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions());
+      const char *msg = clang_getCString(text);
+      if (out->user_errors++ < 3)
+        ks_debug(ctx, "slice (%s side): %s", device ? "device" : "host", msg);
+      if (msg && strstr(msg, "reference to __global__ function"))
+        out->lost_launches++;
+      clang_disposeString(text);
+    }
     clang_disposeDiagnostic(d);
   }
-  return errors;
 }
 
 int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
@@ -108,7 +116,7 @@ int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan
     rc = ks_fail(ctx, "%s: libclang could not parse this file (error %d)", path, (int)err);
     goto out;
   }
-  out->user_errors = user_errors(out->unit);
+  user_errors(ctx, out->unit, device, out);
 out:
   return rc;
 }

@@ -287,6 +287,8 @@ static void dynamic_parallelism_needs_rdc(void **state) {
   assert_non_null(strstr(p->slice.source, "__global__ void child("));
   const sliced *c = ok("child(int *, int)");
   assert_int_equal(c->slice.options.len, 0);
+  const sliced *m = ok("device_malloc_kernel(float **, size_t)");
+  assert_true(has(&m->slice.options, "-rdc=true"));
 }
 
 static void what_a_slice_carries(void **state) {
@@ -324,6 +326,10 @@ static void what_a_slice_carries(void **state) {
   assert_non_null(strstr(src, "#define FEATURE_SCALE 2.0f"));
   assert_null(strstr(src, "#include <cstdio>"));
   assert_null(strstr(src, "run_features"));
+  /* A conditional cut by a declaration's extent comes whole; device code
+   * only the device side compiles (__CUDA_ARCH__ >= 800) is followed. */
+  assert_non_null(strstr(src, "#ifdef __CUDACC__\n__host__ __device__\n#endif\ninline float sign_of"));
+  assert_non_null(strstr(src, "__device__ float ampere_scale(float v)"));
   /* #line points at the user's files. */
   assert_non_null(strstr(src, "features.cuh\"\ntemplate <typename T>\nstruct Vec2"));
 }

@@ -3,8 +3,9 @@
 // a template with an explicit specialization, __constant__ memory, macros
 // inside macros, a macro from the command line (-DFEATURE_SCALE=...),
 // using-directives, enums, anonymous namespaces, a member defined outside
-// its class template, a functor passed as a template argument, and a
-// template kernel whose arguments are deduced inside a host template.
+// its class template, a functor passed as a template argument, a template
+// kernel whose arguments are deduced inside a host template, an execution
+// space in a conditional, and device code only the device side compiles.
 #include <cstdio>
 #include <vector>
 
@@ -51,6 +52,15 @@ typedef struct {
   float x, y;
 } Point;
 
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline float sign_of(float v) { return v < 0.0f ? -1.0f : 1.0f; }
+
+#if __CUDA_ARCH__ >= 800
+__device__ float ampere_scale(float v) { return v * 2.0f; }
+#endif
+
 using namespace feat;
 
 __global__ void features_kernel(float *out, const Point *pts, int n, Mode mode) {
@@ -63,6 +73,9 @@ __global__ void features_kernel(float *out, const Point *pts, int n, Mode mode) 
   acc.add(norm2(v) * coefficients[i % 4]);
   acc.add(FEAT_SAFE_DIV(SQUARE(pts[i].x), HALF_TILE));
   acc.add(defined_later(float(bump(i))) * ceil_div(n, TILE));
+#if __CUDA_ARCH__ >= 800
+  acc.add(ampere_scale(sign_of(pts[i].y)));
+#endif
   out[i] = mode == Mode::Add ? acc.get() + Width<double>::value : acc.get() * FEATURE_SCALE;
 }
 
@@ -86,6 +99,12 @@ __global__ void deduced_kernel(T *x, int n) {
     x[i] = x[i] * T(Width<T>::value);
 }
 
+// The device runtime: relocatable device code for NVRTC.
+__global__ void device_malloc_kernel(float **out, size_t bytes) {
+  if (cudaMalloc((void **)out, bytes) != cudaSuccess)
+    *out = nullptr;
+}
+
 template <typename T>
 void run_deduced(T *x, int n) {
   deduced_kernel<<<ceil_div(n, 256), 256>>>(x, n);
@@ -96,6 +115,7 @@ void run_features(float *out, const Point *pts, float *f, double *d, int n) {
   apply_kernel<<<ceil_div(n, 256), 256>>>(f, n, AddOne{});
   run_deduced(f, n);
   run_deduced(d, n);
+  device_malloc_kernel<<<1, 1>>>(nullptr, 16);
   std::vector<float> host(4);
   Accum(1.0f).print();
 }
