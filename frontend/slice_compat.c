@@ -95,6 +95,11 @@ bool ks_slice_toolkit_header(const ks_slicer *s, const char *path, const char **
    * include directory (/usr/local/include), which the parser may find
    * first: the part after ".../include/cccl/" or the last ".../include/"
    * names the header as well. The allow-list decides what may be used. */
+  /* clang's own headers (its resource directory, wherever it was installed
+   * or unpacked) are not the toolkit's. */
+  size_t res = strlen(s->env->resource_dir);
+  if (path && res && !strncmp(path, s->env->resource_dir, res))
+    return false;
   const char *cccl = path ? strstr(path, "/include/cccl/") : NULL;
   if (cccl) {
     *rel = cccl + strlen("/include/cccl/");
@@ -103,7 +108,7 @@ bool ks_slice_toolkit_header(const ks_slicer *s, const char *path, const char **
   const char *last = NULL;
   for (const char *p = path ? strstr(path, "/include/") : NULL; p; p = strstr(p + 1, "/include/"))
     last = p;
-  if (last && !strstr(path, "/lib/clang/")) {
+  if (last && !strstr(path, "/lib/clang/") && !strstr(path, "/cuda_wrappers/")) {
     *rel = last + strlen("/include/");
     return true;
   }
