@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ks_cli.h"
+#include "ks_source_args.h"
 #include "ks_report.h"
 #include "ks_scan.h"
 #include "ks_slice.h"
@@ -22,11 +23,7 @@ static const char usage[] =
     "launched with, as NVRTC name expressions (printed as comments, or in --json).\n"
     "\n"
     "options:\n"
-    "  -p, --build-dir DIR  read compile flags from DIR/compile_commands.json\n"
-    "      --no-compdb      ignore any compile_commands.json\n"
-    "  -I DIR               add an include directory for every file\n"
-    "  -D NAME[=VALUE]      define a macro for every file\n"
-    "      --extra-arg ARG  pass ARG to the parser\n"
+    KS_SOURCE_HELP
     "      --instance ARGS  template arguments to instantiate, e.g. \"float, 256\"\n"
     "                       (default: those seen at the launch sites)\n"
     "      --json           the unit and its name expressions, includes and\n"
@@ -73,46 +70,29 @@ static void print_unit(const ks_slice *slice) {
 }
 
 static int run_extract(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_JSON = 256, OPT_NO_COMPDB, OPT_EXTRA, OPT_INSTANCE };
+  enum { OPT_JSON = 256, OPT_INSTANCE };
   static const struct option opts[] = {
-      {"build-dir", required_argument, NULL, 'p'}, {"json", no_argument, NULL, OPT_JSON},
-      {"no-compdb", no_argument, NULL, OPT_NO_COMPDB},
-      {"extra-arg", required_argument, NULL, OPT_EXTRA},
+      KS_SOURCE_LONG,
+      {"json", no_argument, NULL, OPT_JSON},
       {"instance", required_argument, NULL, OPT_INSTANCE}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  ks_scan_options so = {0};
+  ks_source_args src;
+  ks_source_args_init(&src, argc);
   bool json = false, have_scan = false;
   const char *instance = NULL;
-  const char **extra = calloc((size_t)argc + 1, sizeof *extra);
-  size_t nextra = 0;
   ks_scan scan;
   ks_arena arena = KS_ARENA_INIT;
   int rc = KS_EXIT_OK, c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":p:hI:D:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
+    if (ks_source_args_option(&src, c, optarg))
+      continue;
     switch (c) {
-    case 'p':
-      so.build_dir = optarg;
-      break;
-    case 'I':
-    case 'D': {
-      size_t n = strlen(optarg) + 3;
-      char *arg = malloc(n);
-      snprintf(arg, n, "-%c%s", c, optarg);
-      extra[nextra++] = arg;
-      break;
-    }
-    case OPT_EXTRA:
-      extra[nextra++] = strdup(optarg);
-      break;
     case OPT_INSTANCE:
       instance = optarg;
       break;
     case OPT_JSON:
       json = true;
-      break;
-    case OPT_NO_COMPDB:
-      so.no_compdb = true;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_extract);
@@ -130,13 +110,9 @@ static int run_extract(ks_ctx *ctx, int argc, char **argv) {
     goto out;
   }
   const char *name = argv[optind++];
-  static const char *const here[] = {"."};
-  so.paths = optind < argc ? (const char *const *)argv + optind : here;
-  so.npaths = optind < argc ? (size_t)(argc - optind) : 1;
-  so.extra_args = extra;
-  so.nextra = nextra;
+  ks_source_args_paths(&src, argc, argv, optind);
 
-  rc = ks_scan_run(ctx, &so, &scan);
+  rc = ks_scan_run(ctx, &src.scan, &scan);
   have_scan = true;
   if (rc) {
     ks_error(ctx, "%s", ctx->error);
@@ -151,7 +127,7 @@ static int run_extract(ks_ctx *ctx, int argc, char **argv) {
     rc = KS_EXIT_FAILURE;
     goto out;
   }
-  if (ks_slice_kernel(ctx, &so, &scan, k, instance, &arena, &slice)) {
+  if (ks_slice_kernel(ctx, &src.scan, &scan, k, instance, &arena, &slice)) {
     ks_error(ctx, "cannot slice '%s': %s", k->qualified_name, ctx->error);
     rc = KS_EXIT_FAILURE;
     goto out;
@@ -168,9 +144,7 @@ out:
   if (have_scan)
     ks_scan_release(&scan);
   ks_arena_release(&arena);
-  for (size_t i = 0; i < nextra; i++)
-    free((char *)extra[i]);
-  free(extra);
+  ks_source_args_release(&src);
   return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ks_cli.h"
+#include "ks_source_args.h"
 #include "ks_eval_report.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
@@ -28,8 +29,7 @@ static const char check_usage[] =
     "\n"
     "options:\n"
     "      --variant FILE   the variant to judge\n"
-    "  -p, --build-dir DIR  compile flags from DIR/compile_commands.json\n"
-    "  -I DIR, -D NAME[=V]  include directories and macros for parsing\n"
+    KS_SOURCE_HELP
     "      --seeds N        fresh input sets per size set (default: the spec's, or 3)\n"
     "      --seed S         base seed, to reproduce a run (printed in --json)\n"
     "      --no-time        verify only\n"
@@ -61,39 +61,30 @@ static int run_judge(ks_ctx *ctx, const ks_command *cmd, bool check, int argc, c
   enum { OPT_JSON = 256, OPT_VARIANT, OPT_SEEDS, OPT_SEED, OPT_NO_TIME, OPT_DEVICE, OPT_CACHE,
          OPT_MAX_SECONDS, OPT_TIMEOUT };
   static const struct option opts[] = {
-      {"build-dir", required_argument, NULL, 'p'}, {"json", no_argument, NULL, OPT_JSON},
+      KS_SOURCE_LONG,
+      {"json", no_argument, NULL, OPT_JSON},
       {"variant", required_argument, NULL, OPT_VARIANT}, {"seeds", required_argument, NULL, OPT_SEEDS},
       {"seed", required_argument, NULL, OPT_SEED}, {"no-time", no_argument, NULL, OPT_NO_TIME},
       {"device", required_argument, NULL, OPT_DEVICE}, {"cache-dir", required_argument, NULL, OPT_CACHE},
       {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
       {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  ks_scan_options so = {0};
+  ks_source_args src;
+  ks_source_args_init(&src, argc);
   ks_judge_options jo = {.cache_dir = ".kernelsmith/cache"};
   const char *variant_file = NULL;
   bool json = false;
-  const char **extra = calloc((size_t)argc + 1, sizeof *extra);
-  size_t nextra = 0;
   int rc = KS_EXIT_OK, c;
   ks_arena arena = KS_ARENA_INIT;
   ks_target target = {0};
   ks_judge judge;
   bool judge_open = false;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":p:hI:D:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
+    if (ks_source_args_option(&src, c, optarg))
+      continue;
     long n;
     switch (c) {
-    case 'p':
-      so.build_dir = optarg;
-      break;
-    case 'I':
-    case 'D': {
-      size_t len = strlen(optarg) + 3;
-      char *arg = malloc(len);
-      snprintf(arg, len, "-%c%s", c, optarg);
-      extra[nextra++] = arg;
-      break;
-    }
     case OPT_JSON:
       json = true;
       break;
@@ -163,13 +154,9 @@ static int run_judge(ks_ctx *ctx, const ks_command *cmd, bool check, int argc, c
     goto out;
   }
   const char *name = argv[optind++];
-  static const char *const here[] = {"."};
-  so.paths = optind < argc ? (const char *const *)argv + optind : here;
-  so.npaths = optind < argc ? (size_t)(argc - optind) : 1;
-  so.extra_args = extra;
-  so.nextra = nextra;
+  ks_source_args_paths(&src, argc, argv, optind);
 
-  if (ks_target_open(ctx, &so, name, &arena, &target))
+  if (ks_target_open(ctx, &src.scan, name, &arena, &target))
     goto fail;
   ks_variant variant;
   bool is_template = false;
@@ -210,9 +197,7 @@ out:
     ks_judge_close(&judge);
   ks_target_close(&target);
   ks_arena_release(&arena);
-  for (size_t i = 0; i < nextra; i++)
-    free((char *)extra[i]);
-  free(extra);
+  ks_source_args_release(&src);
   return rc;
 }
 

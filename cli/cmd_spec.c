@@ -9,6 +9,7 @@
 
 #include "ks_buf.h"
 #include "ks_cli.h"
+#include "ks_source_args.h"
 #include "ks_scan.h"
 #include "ks_slice.h"
 #include "ks_specs.h"
@@ -24,10 +25,7 @@ static const char usage[] =
     "values, the launch configuration, the bytes the kernel must move.\n"
     "\n"
     "options:\n"
-    "  -p, --build-dir DIR  read compile flags from DIR/compile_commands.json\n"
-    "      --no-compdb      ignore any compile_commands.json\n"
-    "  -I DIR               add an include directory for every file\n"
-    "  -D NAME[=VALUE]      define a macro for every file\n"
+    KS_SOURCE_HELP
     "      --json           machine-readable output\n"
     "  -h, --help           show this help\n"
     "\n"
@@ -356,36 +354,23 @@ out:
 }
 
 static int run_spec(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_JSON = 256, OPT_NO_COMPDB };
-  static const struct option opts[] = {{"build-dir", required_argument, NULL, 'p'},
-                                       {"json", no_argument, NULL, OPT_JSON},
-                                       {"no-compdb", no_argument, NULL, OPT_NO_COMPDB},
+  enum { OPT_JSON = 256 };
+  static const struct option opts[] = {
+      KS_SOURCE_LONG,
+      {"json", no_argument, NULL, OPT_JSON},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  ks_scan_options so = {0};
+  ks_source_args src;
+  ks_source_args_init(&src, argc);
   bool json = false;
-  const char **extra = calloc((size_t)argc + 1, sizeof *extra);
-  size_t nextra = 0;
   int rc = KS_EXIT_OK, c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":p:hI:D:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
+    if (ks_source_args_option(&src, c, optarg))
+      continue;
     switch (c) {
-    case 'p':
-      so.build_dir = optarg;
-      break;
-    case 'I':
-    case 'D': {
-      size_t n = strlen(optarg) + 3;
-      char *arg = malloc(n);
-      snprintf(arg, n, "-%c%s", c, optarg);
-      extra[nextra++] = arg;
-      break;
-    }
     case OPT_JSON:
       json = true;
-      break;
-    case OPT_NO_COMPDB:
-      so.no_compdb = true;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_spec);
@@ -403,13 +388,9 @@ static int run_spec(ks_ctx *ctx, int argc, char **argv) {
     goto out;
   }
   const char *name = argv[optind++];
-  static const char *const here[] = {"."};
-  so.paths = optind < argc ? (const char *const *)argv + optind : here;
-  so.npaths = optind < argc ? (size_t)(argc - optind) : 1;
-  so.extra_args = extra;
-  so.nextra = nextra;
+  ks_source_args_paths(&src, argc, argv, optind);
   ks_scan scan;
-  if (ks_scan_run(ctx, &so, &scan)) {
+  if (ks_scan_run(ctx, &src.scan, &scan)) {
     ks_error(ctx, "%s", ctx->error);
     rc = KS_EXIT_FAILURE;
   } else {
@@ -417,9 +398,7 @@ static int run_spec(ks_ctx *ctx, int argc, char **argv) {
   }
   ks_scan_release(&scan);
 out:
-  for (size_t i = 0; i < nextra; i++)
-    free((char *)extra[i]);
-  free(extra);
+  ks_source_args_release(&src);
   return rc;
 }
 
