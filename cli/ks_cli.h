@@ -26,6 +26,9 @@ extern const ks_command ks_cmd_doctor;
 extern const ks_command ks_cmd_check;
 extern const ks_command ks_cmd_bench;
 extern const ks_command ks_cmd_spec;
+extern const ks_command ks_cmd_rewrite;
+extern const ks_command ks_cmd_optimize;
+extern const ks_command ks_cmd_status;
 
 /* Prints "<prog> <cmd>: <message>" and a hint to use --help; returns
  * KS_EXIT_USAGE. */

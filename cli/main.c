@@ -9,12 +9,15 @@
 #include "ks_version.h"
 
 static const ks_command *const commands[] = {
+    &ks_cmd_optimize,
+    &ks_cmd_status,
     &ks_cmd_scan,
     &ks_cmd_extract,
     &ks_cmd_doctor,
     &ks_cmd_spec,
     &ks_cmd_check,
     &ks_cmd_bench,
+    &ks_cmd_rewrite,
 };
 
 static const char program_help[] =

@@ -5,6 +5,7 @@ find_package(PkgConfig REQUIRED)
 find_package(LibClang REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson)
+pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
 
 # The CUDA toolkit: CUDA_HOME, then /usr/local/cuda. We link NVRTC (and later
 # CUPTI) from it; the driver itself is always loaded with dlopen.

@@ -1,0 +1,2 @@
+/* kast: not written yet. */
+#include "ks_kast.h"

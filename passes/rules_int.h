@@ -1,0 +1,27 @@
+/* rules_int: the rule objects, one per rewrite, defined in rules_*.c and
+ * listed by rules.c. Internal to passes/. */
+#ifndef KS_RULES_INT_H
+#define KS_RULES_INT_H
+
+#include "ks_rules.h"
+
+/* rules_launch.c */
+extern const ks_rule ks_rule_block;
+extern const ks_rule ks_rule_grid_stride;
+extern const ks_rule ks_rule_launch_bounds;
+/* rules_memory.c */
+extern const ks_rule ks_rule_vectorize;
+extern const ks_rule ks_rule_restrict;
+extern const ks_rule ks_rule_coarsen;
+/* rules_loop.c */
+extern const ks_rule ks_rule_unroll;
+extern const ks_rule ks_rule_fast_math;
+/* rules_warp.c */
+extern const ks_rule ks_rule_warp_reduce;
+extern const ks_rule ks_rule_warp_atomic;
+extern const ks_rule ks_rule_warp_rows;
+/* rules_smem.c */
+extern const ks_rule ks_rule_smem_histogram;
+extern const ks_rule ks_rule_smem_transpose;
+
+#endif

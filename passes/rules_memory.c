@@ -1,0 +1,12 @@
+/* rules_memory: not written yet. */
+#include "rules_int.h"
+
+static int not_yet(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena, ks_rule_result *out) {
+  (void)ctx; (void)in; (void)param; (void)arena;
+  out->applied = false;
+  out->reason = "not written yet";
+  return 0;
+}
+const ks_rule ks_rule_vectorize = {"vectorize", "(not written yet)", false, NULL, 0, not_yet};
+const ks_rule ks_rule_restrict = {"restrict", "(not written yet)", false, NULL, 0, not_yet};
+const ks_rule ks_rule_coarsen = {"coarsen", "(not written yet)", false, NULL, 0, not_yet};

@@ -1,0 +1,2 @@
+/* rules_util: not written yet. */
+#include "ks_rules.h"

@@ -1,0 +1,151 @@
+/* ks_store: the results store, `.kernelsmith/kernelsmith.db` at the project
+ * root: one SQLite database in WAL mode (SQLite lives in this module only).
+ *
+ * What it keeps: runs (options, seed, device, status), kernels (name, file,
+ * hash of the source they were read from, slice, spec), variants (source,
+ * launch policy, guards, parent, proposer, technique tags, round, island,
+ * a hash of their normalized text for deduplication), evaluations (every
+ * field of the judge's verdict: the main numbers as columns, everything as
+ * JSON too), the optimization memory, and LLM calls (prompt and answer
+ * hashes, tokens, cost; never a key).
+ *
+ * Crash safety: every write is its own transaction, committed before the
+ * call returns; a process killed at any moment (kill -9) leaves the database
+ * as of its last committed write, so `optimize --resume` loses no finished
+ * evaluation. A variant written without its evaluation (killed in between)
+ * is found by ks_store_variants and evaluated again.
+ *
+ * Ownership: a ks_store is opened and closed by its caller; rows returned by
+ * queries live in the arena the caller passes. A store is used from one
+ * thread. */
+#ifndef KS_STORE_H
+#define KS_STORE_H
+
+#include <stdbool.h>
+
+#include "ks_alloc.h"
+#include "ks_ctx.h"
+#include "ks_judge.h"
+
+typedef struct ks_store ks_store;
+
+/* Opens (creating when absent) DIR/kernelsmith.db, DIR usually being
+ * `<project root>/.kernelsmith`; the directory is created too. Migrates an
+ * older schema; refuses a newer one with a sentence saying so. A locked or
+ * corrupt database fails naming the file. */
+int ks_store_open(ks_ctx *ctx, const char *dir, ks_store **out);
+/* Opens an existing store read-only (for `status`); fails when absent. */
+int ks_store_open_readonly(ks_ctx *ctx, const char *dir, ks_store **out);
+void ks_store_close(ks_store *s);
+const char *ks_store_path(const ks_store *s);
+
+/* ---- runs ---- */
+typedef struct ks_run_row {
+  long long id;
+  const char *started;    /* ISO 8601 UTC, set by the store */
+  const char *finished;   /* NULL while running */
+  const char *status;     /* "running", "done", "interrupted", "failed" */
+  const char *command;    /* "optimize" */
+  const char *strategy;   /* "evolve", "beam" */
+  const char *proposer;   /* "rules", "tuning", "llm" */
+  unsigned long long seed;
+  const char *options;    /* the run's options as JSON (what --resume reuses) */
+  const char *device;     /* "NVIDIA H200, driver 580.159.04", or NULL */
+} ks_run_row;
+typedef KS_ARRAY(ks_run_row) ks_run_rows;
+
+int ks_store_run_begin(ks_ctx *ctx, ks_store *s, const ks_run_row *r, long long *id);
+int ks_store_run_finish(ks_ctx *ctx, ks_store *s, long long run, const char *status);
+/* Marks a run running again (resume). */
+int ks_store_run_reopen(ks_ctx *ctx, ks_store *s, long long run);
+int ks_store_run_get(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_run_row *out);
+/* The newest run, whatever its status; *found false when there is none. */
+int ks_store_run_latest(ks_ctx *ctx, ks_store *s, ks_arena *a, ks_run_row *out, bool *found);
+int ks_store_runs(ks_ctx *ctx, ks_store *s, ks_arena *a, ks_run_rows *out);
+
+/* ---- kernels of a run ---- */
+typedef struct ks_kernel_row {
+  long long id, run;
+  const char *name;        /* qualified, as the user typed or scan gave */
+  const char *file;        /* where it is defined */
+  unsigned line;
+  const char *source_hash; /* SHA-256 of the defining file's text */
+  const char *slice;       /* the unit the judge compiles against */
+  const char *spec;        /* the spec, as text (annotation or sidecar) */
+  const char *status;      /* "pending", "searching", "done", "skipped",
+                              "failed" */
+  const char *note;        /* why skipped or failed; NULL otherwise */
+  double baseline_ms;      /* the original's median at the timed size; 0 */
+} ks_kernel_row;
+typedef KS_ARRAY(ks_kernel_row) ks_kernel_rows;
+
+/* Adds a kernel to a run, or returns the id it already has in that run
+ * (same name): resume finds its kernels again. */
+int ks_store_kernel_put(ks_ctx *ctx, ks_store *s, const ks_kernel_row *k, long long *id);
+int ks_store_kernel_update(ks_ctx *ctx, ks_store *s, long long kernel, const char *status,
+                           const char *note, double baseline_ms);
+int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_kernel_rows *out);
+
+/* ---- variants ---- */
+typedef struct ks_variant_row {
+  long long id, kernel, parent; /* parent 0: made from the original */
+  const char *hash;        /* of the normalized source and policy (dedupe) */
+  const char *source;
+  const char *kernel_name;
+  bool is_template;
+  const char *grid, *block, *smem; /* launch policy; NULL: the original's */
+  const char *requires;    /* guards, one per line; NULL: none */
+  const char *proposer;    /* "rules", "tuning", "llm", "user" */
+  const char *techniques;  /* technique chain, "block=128 > vectorize" */
+  int round, island;
+  /* Filled by ks_store_variants from the variant's evaluation, if any: */
+  bool evaluated;
+  ks_verdict verdict;
+  double speedup;          /* 0 unless FAST/SAME/SLOW */
+  double median_ms;
+  int registers;
+  double bw_fraction;
+} ks_variant_row;
+typedef KS_ARRAY(ks_variant_row) ks_variant_rows;
+
+/* Adds a variant; when the kernel already has one with this hash, returns
+ * that one's id and *existed = true (nothing written). */
+int ks_store_variant_put(ks_ctx *ctx, ks_store *s, const ks_variant_row *v, long long *id,
+                         bool *existed);
+/* Every variant of a kernel, in insertion order, with its evaluation's main
+ * numbers when it has one. */
+int ks_store_variants(ks_ctx *ctx, ks_store *s, long long kernel, ks_arena *a,
+                      ks_variant_rows *out);
+
+/* ---- evaluations ---- */
+/* Records the judge's verdict for a variant (variant 0: the baseline of
+ * `kernel`), every field of ks_eval: the main ones as columns, the whole
+ * (with per-size reports) as JSON. The compile log is not stored (it can
+ * quote the user's source; it goes to the terminal only). */
+int ks_store_eval_put(ks_ctx *ctx, ks_store *s, long long kernel, long long variant,
+                      const ks_eval *e);
+/* The evaluation's JSON document, or NULL when the variant has none. */
+int ks_store_eval_json(ks_ctx *ctx, ks_store *s, long long variant, ks_arena *a,
+                       const char **out);
+/* Counts for status and budgets. */
+int ks_store_eval_count(ks_ctx *ctx, ks_store *s, long long run, long long *out);
+
+/* ---- optimization memory (used by the LLM proposer) ---- */
+int ks_store_memory_put(ks_ctx *ctx, ks_store *s, long long kernel, const char *kind,
+                        const char *text);
+int ks_store_memory(ks_ctx *ctx, ks_store *s, long long kernel, const char *kind, ks_arena *a,
+                    ks_strings *out);
+
+/* ---- LLM calls (a later issue fills these) ---- */
+typedef struct ks_llm_call_row {
+  long long run, kernel;
+  const char *role;        /* "planner", "executor", "summarizer", ... */
+  const char *model;
+  const char *prompt_hash, *response_hash;
+  long long prompt_tokens, response_tokens;
+  double seconds, cost;
+  const char *status;      /* "ok", "error: ..." (no key, ever) */
+} ks_llm_call_row;
+int ks_store_llm_call_put(ks_ctx *ctx, ks_store *s, const ks_llm_call_row *c);
+
+#endif

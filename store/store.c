@@ -1,0 +1,2 @@
+/* store: not written yet. */
+#include "ks_store.h"
