@@ -181,6 +181,33 @@ int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
 
 /* ---- verdict helpers ---------------------------------------------------------- */
 
+const char *ks_judge_variant_unit(ks_arena *a, const char *slice_source, const ks_variant *v) {
+  /* The variant is compiled beside the original's unit, so it can use the
+   * same helpers and types. */
+  return ks_arena_printf(a, "%s\n// ---- variant ----\n#line 1 \"%s\"\n%s\n", slice_source,
+                         v->file ? v->file : "variant.cu", v->source);
+}
+
+static void variant_unit(ks_arena *a, const ks_subject *s, const ks_candidate *c,
+                         ks_compile_unit *unit) {
+  *unit = (ks_compile_unit){.name = ks_arena_printf(a, "%s.variant.cu", s->kernel),
+                            .source = ks_judge_variant_unit(a, s->slice_source, c->variant),
+                            .name_expressions = &c->name_expression,
+                            .nnames = 1,
+                            .candidate = c->variant->source};
+}
+
+int ks_judge_precompile(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_candidate *c,
+                        size_t n, ks_arena *a) {
+  if (!n)
+    return 0;
+  ks_compile_unit *units = ks_arena_alloc(a, n * sizeof *units);
+  ks_compile_result *r = ks_arena_alloc(a, n * sizeof *r);
+  for (size_t i = 0; i < n; i++)
+    variant_unit(a, s, &c[i], &units[i]);
+  return ks_compile(ctx, &j->compiler, units, n, a, r);
+}
+
 static size_t timed_index(const ks_subject *s) {
   for (size_t i = 0; i < s->nworkloads; i++)
     if (s->workloads[i].timed)
@@ -358,16 +385,8 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
   ks_module cand = {0};
 
   if (c) {
-    /* Compile the variant beside the original's unit, so it can use the
-     * same helpers and types. */
-    const char *source =
-        ks_arena_printf(a, "%s\n// ---- variant ----\n#line 1 \"%s\"\n%s\n", s->slice_source,
-                        c->variant->file ? c->variant->file : "variant.cu", c->variant->source);
-    ks_compile_unit unit = {.name = ks_arena_printf(a, "%s.variant.cu", s->kernel),
-                            .source = source,
-                            .name_expressions = &c->name_expression,
-                            .nnames = 1,
-                            .candidate = c->variant->source};
+    ks_compile_unit unit;
+    variant_unit(a, s, c, &unit);
     ks_compile_result cr;
     if (ks_compile(ctx, &j->compiler, &unit, 1, a, &cr))
       return -1;

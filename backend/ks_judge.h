@@ -153,6 +153,16 @@ typedef struct ks_candidate {
 int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c,
                   ks_arena *arena, ks_eval *out);
 
+/* Compiles `n` candidates in parallel ahead of their evaluations, so that
+ * ks_judge_eval finds them in the cubin cache (a judge without a cache
+ * directory gains nothing). A candidate that does not compile is left for
+ * ks_judge_eval to report. */
+int ks_judge_precompile(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_candidate *c,
+                        size_t n, ks_arena *arena);
+/* The unit a variant is compiled as: the slice, then the variant's source
+ * after a #line naming its file. Rules parse exactly this text. */
+const char *ks_judge_variant_unit(ks_arena *arena, const char *slice_source, const ks_variant *v);
+
 /* Statistics used by the verdict (exposed for tests). */
 double ks_stats_median(const double *x, size_t n);
 double ks_stats_iqr(const double *x, size_t n);

@@ -1,11 +1,428 @@
-/* kernelsmith-cc optimize: not written yet. */
+/* kernelsmith-cc optimize: the main job.
+ *
+ *   scan the tree -> every kernel with a spec made ready to judge (spec,
+ *   slice, size sets) -> each compiled with NVRTC -> on a GPU: the search
+ *   for each kernel, every variant and verdict stored as it is made ->
+ *   the winners written out and a table (or JSON) of what was won.
+ *
+ * The run's own command line is stored with it, so `optimize --resume`
+ * alone continues the newest unfinished run exactly as it was started. */
+#include <cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "ks_cli.h"
+#include "ks_optimize_report.h"
+#include "optimize_run.h"
+#include "ks_rules.h"
+#include "ks_search.h"
+#include "ks_source_args.h"
+#include "ks_specs.h"
+#include "ks_store.h"
+#include "ks_target.h"
+#include "ks_variant_file.h"
+
+static const char usage[] =
+    "usage: kernelsmith-cc optimize [options] [PATH...]\n"
+    "\n"
+    "Searches for faster variants of every kernel under PATH (default: the current\n"
+    "directory) that has a spec (docs/spec.md): each kernel is sliced, compiled\n"
+    "with NVRTC, and then, on an NVIDIA GPU, improved by an evolutionary search\n"
+    "whose every candidate the judge verifies and times (docs/judge.md). The\n"
+    "built-in rewrite rules propose the candidates (docs/rules.md). Every variant\n"
+    "and verdict is stored in .kernelsmith/ as it is made; a run that was stopped\n"
+    "or killed continues with --resume. Winners are written to\n"
+    ".kernelsmith/winners/KERNEL.cu, a variant file 'check --variant' reads.\n"
+    "\n"
+    "Without a GPU, the kernels are still scanned, sliced and compiled, and the\n"
+    "command says that the search needs an NVIDIA GPU (exit status 0).\n"
+    "\n"
+    "options:\n"
+    "  -k, --kernel NAME    only this kernel (repeat for more; default: every kernel\n"
+    "                       with a spec)\n"
+    "      --strategy S     evolve (islands and a MAP-Elites archive; default) or\n"
+    "                       beam (the best B, N proposals each)\n"
+    "      --proposer P     rules (every rewrite; default) or tuning (launch\n"
+    "                       configuration and unroll factors only, as classic\n"
+    "                       autotuners do)\n"
+    "      --rounds N       rounds (beam: iterations) per kernel (default 40)\n"
+    "      --max-evals N    evaluations per kernel (default: no limit)\n"
+    "      --max-seconds S  wall time for the whole run, shared by the kernels\n"
+    "      --seed S         seed of every random choice (default 1)\n"
+    "      --islands N      evolve: islands (default 4)\n"
+    "      --population N   evolve: variants per island (default 8)\n"
+    "      --children N     evolve: children per island and round (default 3)\n"
+    "      --beam-width B   beam: variants kept (default 6)\n"
+    "      --proposals N    beam: proposals per kept variant (default 4)\n"
+    "      --no-confirm     take the fastest variant without judging it again on\n"
+    "                       fresh inputs\n"
+    "      --resume         continue the newest unfinished run in the store, with\n"
+    "                       the options it was started with\n"
+    "      --store DIR      the results store (default: .kernelsmith in the project\n"
+    "                       root: the nearest directory above holding .git or\n"
+    "                       .kernelsmith, else the current directory)\n"
+    KS_SOURCE_HELP
+    "      --sample-seconds S  wall-clock cap of each timing loop during the search\n"
+    "                       (default 1; the winner's recheck uses 5)\n"
+    "      --device N       CUDA device (default 0)\n"
+    "      --timeout S      wall-clock limit per GPU request (default 60)\n"
+    "      --stand-in-judge judge with a deterministic stand-in instead of the GPU\n"
+    "                       (for testing the search without a GPU; its numbers are\n"
+    "                       not measurements, and the report says so)\n"
+    "      --json           the outcome as JSON (schema: docs/optimize.md)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "exit status: 0 when every kernel was searched (or there is no GPU), 1 when a\n"
+    "kernel failed or the run was interrupted, 2 on a usage error.\n";
+
+const ks_command ks_cmd_optimize;
+
+typedef struct config {
+  ks_source_args src;
+  ks_search_options search;
+  bool tuning;
+  ks_strings kernels;
+  bool resume, json, standin;
+  const char *store_dir;
+  ks_judge_options judge;
+  double max_seconds;
+  ks_arena arena;
+  bool src_init;
+} config;
+
+static volatile int interrupted;
+static void on_signal(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECONDS, OPT_SEED,
+       OPT_ISLANDS, OPT_POPULATION, OPT_CHILDREN, OPT_BEAM_WIDTH, OPT_PROPOSALS, OPT_NO_CONFIRM,
+       OPT_RESUME, OPT_STORE, OPT_SAMPLE_SECONDS, OPT_DEVICE, OPT_TIMEOUT, OPT_STANDIN,
+       OPT_JSON };
+
+static int count_option(ks_ctx *ctx, const char *name, const char *arg, long lo, long hi,
+                        unsigned *out) {
+  long n = ks_parse_count(arg);
+  if (n < lo || n > hi)
+    return ks_usage_error(ctx, &ks_cmd_optimize, "%s takes a number from %ld to %ld, not '%s'",
+                          name, lo, hi, arg);
+  *out = (unsigned)n;
+  return 0;
+}
+
+static int seconds_option(ks_ctx *ctx, const char *name, const char *arg, double *out) {
+  char *end;
+  double v = strtod(arg, &end);
+  if (end == arg || *end || v <= 0)
+    return ks_usage_error(ctx, &ks_cmd_optimize, "%s takes a positive number of seconds, not '%s'",
+                          name, arg);
+  *out = v;
+  return 0;
+}
+
+/* Parses argv into `c`; returns 0, KS_EXIT_USAGE, or -2 for --help. */
+static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
+  static const struct option opts[] = {
+      KS_SOURCE_LONG,
+      {"kernel", required_argument, NULL, 'k'},
+      {"strategy", required_argument, NULL, OPT_STRATEGY},
+      {"proposer", required_argument, NULL, OPT_PROPOSER},
+      {"rounds", required_argument, NULL, OPT_ROUNDS},
+      {"max-evals", required_argument, NULL, OPT_MAX_EVALS},
+      {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
+      {"seed", required_argument, NULL, OPT_SEED},
+      {"islands", required_argument, NULL, OPT_ISLANDS},
+      {"population", required_argument, NULL, OPT_POPULATION},
+      {"children", required_argument, NULL, OPT_CHILDREN},
+      {"beam-width", required_argument, NULL, OPT_BEAM_WIDTH},
+      {"proposals", required_argument, NULL, OPT_PROPOSALS},
+      {"no-confirm", no_argument, NULL, OPT_NO_CONFIRM},
+      {"resume", no_argument, NULL, OPT_RESUME},
+      {"store", required_argument, NULL, OPT_STORE},
+      {"sample-seconds", required_argument, NULL, OPT_SAMPLE_SECONDS},
+      {"device", required_argument, NULL, OPT_DEVICE},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"stand-in-judge", no_argument, NULL, OPT_STANDIN},
+      {"json", no_argument, NULL, OPT_JSON},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  ks_source_args_init(&c->src, argc);
+  c->src_init = true;
+  ks_search_options_defaults(&c->search);
+  c->search.seed = 1;
+  c->judge.cache_dir = NULL;
+  c->judge.timing.max_seconds = 1;
+  int opt;
+  optind = 0; /* parse may run twice (--resume reads the stored line) */
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "k:h", opts, NULL)) != -1) {
+    if (ks_source_args_option(&c->src, opt, optarg))
+      continue;
+    double secs;
+    switch (opt) {
+    case 'k':
+      *ks_array_push(&c->arena, &c->kernels) = ks_arena_strdup(&c->arena, optarg);
+      break;
+    case OPT_STRATEGY:
+      if (!strcmp(optarg, "evolve"))
+        c->search.strategy = KS_STRATEGY_EVOLVE;
+      else if (!strcmp(optarg, "beam"))
+        c->search.strategy = KS_STRATEGY_BEAM;
+      else
+        return ks_usage_error(ctx, &ks_cmd_optimize, "--strategy is evolve or beam, not '%s'",
+                              optarg);
+      break;
+    case OPT_PROPOSER:
+      if (!strcmp(optarg, "rules") || !strcmp(optarg, "tuning"))
+        c->tuning = !strcmp(optarg, "tuning");
+      else if (!strcmp(optarg, "llm"))
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--proposer llm is not available yet: use rules or tuning");
+      else
+        return ks_usage_error(ctx, &ks_cmd_optimize, "--proposer is rules or tuning, not '%s'",
+                              optarg);
+      break;
+    case OPT_ROUNDS:
+      if (count_option(ctx, "--rounds", optarg, 1, 100000, &c->search.rounds))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_MAX_EVALS:
+      if (count_option(ctx, "--max-evals", optarg, 1, 100000000, &c->search.max_evals))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_MAX_SECONDS:
+      if (seconds_option(ctx, "--max-seconds", optarg, &c->max_seconds))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_SEED: {
+      char *end;
+      errno = 0;
+      c->search.seed = strtoull(optarg, &end, 0);
+      if (end == optarg || *end || errno)
+        return ks_usage_error(ctx, &ks_cmd_optimize, "--seed takes a number, not '%s'", optarg);
+      break;
+    }
+    case OPT_ISLANDS:
+      if (count_option(ctx, "--islands", optarg, 1, 64, &c->search.islands))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_POPULATION:
+      if (count_option(ctx, "--population", optarg, 1, 1000, &c->search.population))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_CHILDREN:
+      if (count_option(ctx, "--children", optarg, 1, 1000, &c->search.children))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_BEAM_WIDTH:
+      if (count_option(ctx, "--beam-width", optarg, 1, 1000, &c->search.beam_width))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_PROPOSALS:
+      if (count_option(ctx, "--proposals", optarg, 1, 1000, &c->search.proposals))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_NO_CONFIRM:
+      c->search.confirm = false;
+      break;
+    case OPT_RESUME:
+      c->resume = true;
+      break;
+    case OPT_STORE:
+      c->store_dir = ks_arena_strdup(&c->arena, optarg);
+      break;
+    case OPT_SAMPLE_SECONDS:
+      if (seconds_option(ctx, "--sample-seconds", optarg, &c->judge.timing.max_seconds))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_DEVICE: {
+      unsigned d;
+      if (count_option(ctx, "--device", optarg, 0, 255, &d))
+        return KS_EXIT_USAGE;
+      c->judge.device = (int)d;
+      break;
+    }
+    case OPT_TIMEOUT:
+      if (seconds_option(ctx, "--timeout", optarg, &secs))
+        return KS_EXIT_USAGE;
+      c->judge.timeout_ms = (unsigned)(secs * 1000);
+      break;
+    case OPT_STANDIN:
+      c->standin = true;
+      break;
+    case OPT_JSON:
+      c->json = true;
+      break;
+    case 'h':
+      return -2;
+    case ':':
+      return ks_usage_error(ctx, &ks_cmd_optimize, "option '%s' needs a value", argv[optind - 1]);
+    default:
+      return ks_usage_error(ctx, &ks_cmd_optimize, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  ks_source_args_paths(&c->src, argc, argv, optind);
+  return 0;
+}
+
+static void config_release(config *c) {
+  if (c->src_init)
+    ks_source_args_release(&c->src);
+  ks_arena_release(&c->arena);
+  memset(c, 0, sizeof *c);
+}
+
+/* The project root: the nearest directory at or above the current one that
+ * holds .git or .kernelsmith; else the current directory. */
+static const char *default_store(ks_arena *a) {
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd))
+    return ".kernelsmith";
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", cwd);
+  for (;;) {
+    char probe[4200];
+    struct stat st;
+    snprintf(probe, sizeof probe, "%s/.git", dir);
+    bool git = stat(probe, &st) == 0;
+    snprintf(probe, sizeof probe, "%s/.kernelsmith", dir);
+    if (git || stat(probe, &st) == 0)
+      return ks_arena_printf(a, "%s/.kernelsmith", dir);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+      break;
+    *slash = '\0';
+  }
+  return ks_arena_printf(a, "%s/.kernelsmith", cwd);
+}
+
+/* The command line as stored with the run (without --resume). */
+static const char *argv_json(int argc, char **argv) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *arr = cJSON_AddArrayToObject(root, "argv");
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--resume"))
+      cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd))
+    cJSON_AddStringToObject(root, "cwd", cwd);
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  return text;
+}
+
+/* Reads a stored command line back into argv (argv[0] = "optimize"). */
+static int stored_argv(ks_ctx *ctx, const char *json, ks_arena *a, int *argc, char ***argv,
+                       const char **cwd) {
+  cJSON *root = cJSON_Parse(json);
+  cJSON *arr = root ? cJSON_GetObjectItem(root, "argv") : NULL;
+  if (!cJSON_IsArray(arr)) {
+    cJSON_Delete(root);
+    return ks_fail(ctx, "the stored run has no command line to resume with");
+  }
+  int n = cJSON_GetArraySize(arr);
+  char **v = ks_arena_alloc(a, (size_t)(n + 3) * sizeof *v);
+  v[0] = "optimize";
+  for (int i = 0; i < n; i++) {
+    const char *s = cJSON_GetStringValue(cJSON_GetArrayItem(arr, i));
+    v[i + 1] = ks_arena_strdup(a, s ? s : "");
+  }
+  cJSON *c = cJSON_GetObjectItem(root, "cwd");
+  *cwd = cJSON_IsString(c) ? ks_arena_strdup(a, c->valuestring) : NULL;
+  *argc = n + 1;
+  *argv = v;
+  cJSON_Delete(root);
+  return 0;
+}
 
 static int run(ks_ctx *ctx, int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  ks_error(ctx, "optimize is not written yet");
+  config c = {0};
+  int rc = parse(ctx, argc, argv, &c);
+  if (rc == -2) {
+    config_release(&c);
+    return ks_print_help(&ks_cmd_optimize);
+  }
+  if (rc) {
+    config_release(&c);
+    return rc;
+  }
+  const char *store_dir = c.store_dir ? c.store_dir : default_store(&c.arena);
+  long long resume_run = 0;
+  ks_store *store = NULL;
+  if (c.resume) {
+    /* Everything but --store comes from the stored run. */
+    if (argc > 2 + (c.store_dir ? 2 : 0)) {
+      config_release(&c);
+      return ks_usage_error(ctx, &ks_cmd_optimize,
+                            "--resume takes no other options (the run keeps its own; --store "
+                            "may name where it is)");
+    }
+    if (ks_store_open(ctx, store_dir, &store))
+      goto fail;
+    ks_run_row last;
+    bool found = false;
+    if (ks_store_run_latest(ctx, store, &c.arena, &last, &found))
+      goto fail;
+    if (!found) {
+      ks_fail(ctx, "nothing to resume: %s holds no run", ks_store_path(store));
+      goto fail;
+    }
+    if (!strcmp(last.status, "done")) {
+      ks_fail(ctx, "nothing to resume: run %lld finished (%s); start a new one without --resume",
+              last.id, last.finished ? last.finished : "");
+      goto fail;
+    }
+    int sargc;
+    char **sargv;
+    const char *cwd;
+    if (stored_argv(ctx, last.options, &c.arena, &sargc, &sargv, &cwd))
+      goto fail;
+    if (cwd && chdir(cwd)) {
+      ks_fail(ctx, "cannot resume in %s, where run %lld was started: %s", cwd, last.id,
+              strerror(errno));
+      goto fail;
+    }
+    resume_run = last.id;
+    config fresh = {0};
+    fresh.arena = c.arena; /* keep what was read */
+    c.arena = (ks_arena)KS_ARENA_INIT;
+    config_release(&c);
+    c = fresh;
+    if ((rc = parse(ctx, sargc, sargv, &c)) != 0) {
+      ks_store_close(store);
+      config_release(&c);
+      return rc == -2 ? KS_EXIT_USAGE : rc;
+    }
+    ks_info(ctx, "resuming run %lld", resume_run);
+  }
+  struct sigaction sa = {0};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  optimize_job job = {.ctx = ctx, .scan = &c.src.scan, .kernels = &c.kernels,
+                      .search = c.search, .tuning = c.tuning, .json = c.json,
+                      .standin = c.standin, .store_dir = store_dir, .store = store,
+                      .judge = c.judge, .max_seconds = c.max_seconds,
+                      .resume_run = resume_run, .interrupted = &interrupted,
+                      .argv_json = resume_run ? NULL : argv_json(argc, argv)};
+  rc = optimize_run(&job);
+  free((void *)job.argv_json);
+  config_release(&c);
+  return rc;
+fail:
+  ks_error(ctx, "%s", ctx->error);
+  if (store)
+    ks_store_close(store);
+  config_release(&c);
   return KS_EXIT_FAILURE;
 }
 
-const ks_command ks_cmd_optimize = {"optimize", "(not written yet)", "usage: kernelsmith-cc optimize\n", run};
+const ks_command ks_cmd_optimize = {
+    "optimize", "search for faster variants of every kernel with a spec (the main job)", usage,
+    run};

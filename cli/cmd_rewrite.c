@@ -1,11 +1,237 @@
-/* kernelsmith-cc rewrite: not written yet. */
-#include "ks_cli.h"
+/* kernelsmith-cc rewrite: the rules proposer by hand. Applies rules in
+ * order to a kernel (or to a variant file of it) and prints the variant
+ * they make, as a file `check --variant` reads. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
 
-static int run(ks_ctx *ctx, int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  ks_error(ctx, "rewrite is not written yet");
-  return KS_EXIT_FAILURE;
+#include "ks_buf.h"
+#include "ks_cli.h"
+#include "ks_rules.h"
+#include "ks_source_args.h"
+#include "ks_target.h"
+#include "ks_variant_file.h"
+
+static const char usage[] =
+    "usage: kernelsmith-cc rewrite KERNEL [--rule NAME[=PARAM]]... [--from FILE] [options] [PATH...]\n"
+    "       kernelsmith-cc rewrite --list\n"
+    "\n"
+    "Applies source-to-source rewrite rules (the rules proposer of 'optimize') to\n"
+    "KERNEL and prints the variant they make: the kernel renamed KERNEL_ks_variant,\n"
+    "its launch policy and 'requires' guards in a kernelsmith-variant comment, and\n"
+    "a comment naming the techniques. The output is a variant file: save it and\n"
+    "judge it with 'kernelsmith-cc check KERNEL --variant FILE'.\n"
+    "\n"
+    "The rules run in the order given, each on the previous one's output, starting\n"
+    "from the kernel's own definition (or from FILE with --from). With no --rule,\n"
+    "the starting variant is printed as it is. A rule that does not apply stops\n"
+    "the rewrite with one line on stderr saying why (exit status 1).\n"
+    "\n"
+    "options:\n"
+    "      --rule NAME[=PARAM]  apply rule NAME with parameter PARAM (one of the\n"
+    "                       rule's choices, see --list); without =PARAM, the first\n"
+    "                       choice that applies\n"
+    "      --from FILE      start from this variant file instead of the kernel\n"
+    "      --list           list the rules: name, choices, whether it is a tuning\n"
+    "                       rule (launch configuration or unroll only), summary\n"
+    KS_SOURCE_HELP
+    "  -h, --help           show this help\n"
+    "\n"
+    "Rules are documented in docs/rules.md. Exit status: 0 when every rule\n"
+    "applied, 1 when one did not or on failure, 2 on a usage error.\n";
+
+const ks_command ks_cmd_rewrite;
+
+typedef struct rule_step {
+  const ks_rule *rule;
+  bool has_param;
+  int param;
+} rule_step;
+
+static const char *choices_text(ks_arena *arena, const ks_rule *r) {
+  if (!r->nchoices)
+    return "(none)";
+  ks_buf b = KS_BUF_INIT;
+  for (size_t i = 0; i < r->nchoices; i++)
+    ks_buf_addf(&b, "%s%d", i ? "," : "", r->choices[i]);
+  const char *out = ks_arena_strdup(arena, b.data);
+  ks_buf_release(&b);
+  return out;
 }
 
-const ks_command ks_cmd_rewrite = {"rewrite", "(not written yet)", "usage: kernelsmith-cc rewrite\n", run};
+static int list_rules(void) {
+  ks_arena arena = KS_ARENA_INIT;
+  size_t n;
+  const ks_rule *const *all = ks_rules_all(&n);
+  printf("%-16s %-44s %-7s %s\n", "RULE", "CHOICES", "TUNING", "SUMMARY");
+  for (size_t i = 0; i < n; i++)
+    printf("%-16s %-44s %-7s %s\n", all[i]->name, choices_text(&arena, all[i]),
+           all[i]->tuning ? "yes" : "no", all[i]->summary);
+  ks_arena_release(&arena);
+  return KS_EXIT_OK;
+}
+
+/* "NAME" or "NAME=PARAM", checked against the rule's choices. */
+static int parse_step(ks_ctx *ctx, ks_arena *arena, const char *arg, rule_step *out) {
+  const char *eq = strchr(arg, '=');
+  const char *name = eq ? ks_arena_strndup(arena, arg, (size_t)(eq - arg)) : arg;
+  memset(out, 0, sizeof *out);
+  out->rule = ks_rule_find(name);
+  if (!out->rule) {
+    size_t n;
+    const ks_rule *const *all = ks_rules_all(&n);
+    ks_buf names = KS_BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+      ks_buf_addf(&names, "%s%s", i ? ", " : "", all[i]->name);
+    int rc = ks_usage_error(ctx, &ks_cmd_rewrite, "no rule '%s' (rules: %s)", name, names.data);
+    ks_buf_release(&names);
+    return rc;
+  }
+  if (!eq)
+    return 0;
+  char *end;
+  long v = strtol(eq + 1, &end, 10);
+  bool known = eq[1] && !*end;
+  for (size_t i = 0; known && i < out->rule->nchoices; i++)
+    if (out->rule->choices[i] == v) {
+      out->has_param = true;
+      out->param = (int)v;
+      return 0;
+    }
+  if (!out->rule->nchoices)
+    return ks_usage_error(ctx, &ks_cmd_rewrite, "rule '%s' takes no parameter", name);
+  return ks_usage_error(ctx, &ks_cmd_rewrite, "rule '%s' takes one of %s, not '%s'", name,
+                        choices_text(arena, out->rule), eq + 1);
+}
+
+/* Applies one step; *reason is set when it does not apply. Without a
+ * parameter the choices are tried in order; when none applies, the reason
+ * most of them gave is the one reported. */
+static int apply_step(ks_ctx *ctx, const ks_rule_input *in, const rule_step *s, ks_arena *arena,
+                      ks_rule_result *out, const char **reason) {
+  *reason = NULL;
+  if (s->has_param || !s->rule->nchoices) {
+    if (s->rule->apply(ctx, in, s->has_param ? s->param : 0, arena, out))
+      return -1;
+    if (!out->applied)
+      *reason = out->reason ? out->reason : "(no reason given)";
+    return 0;
+  }
+  const char **reasons = ks_arena_alloc(arena, s->rule->nchoices * sizeof *reasons);
+  for (size_t i = 0; i < s->rule->nchoices; i++) {
+    memset(out, 0, sizeof *out);
+    if (s->rule->apply(ctx, in, s->rule->choices[i], arena, out))
+      return -1;
+    if (out->applied)
+      return 0;
+    reasons[i] = out->reason ? out->reason : "(no reason given)";
+  }
+  size_t best = 0, best_count = 0;
+  for (size_t i = 0; i < s->rule->nchoices; i++) {
+    size_t count = 0;
+    for (size_t j = 0; j < s->rule->nchoices; j++)
+      count += !strcmp(reasons[i], reasons[j]);
+    if (count > best_count) {
+      best = i;
+      best_count = count;
+    }
+  }
+  *reason = reasons[best];
+  return 0;
+}
+
+static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
+  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST };
+  static const struct option opts[] = {
+      KS_SOURCE_LONG,
+      {"rule", required_argument, NULL, OPT_RULE}, {"from", required_argument, NULL, OPT_FROM},
+      {"list", no_argument, NULL, OPT_LIST}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  ks_source_args src;
+  ks_source_args_init(&src, argc);
+  ks_arena arena = KS_ARENA_INIT;
+  ks_target target = {0};
+  KS_ARRAY(rule_step) steps = {0};
+  const char *from = NULL;
+  bool list = false;
+  int rc = KS_EXIT_OK, c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
+    if (ks_source_args_option(&src, c, optarg))
+      continue;
+    switch (c) {
+    case OPT_RULE:
+      if ((rc = parse_step(ctx, &arena, optarg, ks_array_push(&arena, &steps))))
+        goto out;
+      break;
+    case OPT_FROM:
+      from = optarg;
+      break;
+    case OPT_LIST:
+      list = true;
+      break;
+    case 'h':
+      rc = ks_print_help(&ks_cmd_rewrite);
+      goto out;
+    case ':':
+      rc = ks_usage_error(ctx, &ks_cmd_rewrite, "option '%s' needs a value", argv[optind - 1]);
+      goto out;
+    default:
+      rc = ks_usage_error(ctx, &ks_cmd_rewrite, "unknown option '%s'", argv[optind - 1]);
+      goto out;
+    }
+  }
+  if (list) {
+    rc = list_rules();
+    goto out;
+  }
+  if (optind >= argc) {
+    rc = ks_usage_error(ctx, &ks_cmd_rewrite, "which kernel? (kernelsmith-cc scan lists them)");
+    goto out;
+  }
+  const char *name = argv[optind++];
+  ks_source_args_paths(&src, argc, argv, optind);
+
+  if (ks_target_open(ctx, &src.scan, name, &arena, &target))
+    goto fail;
+  ks_variant cur;
+  bool is_template = false;
+  if (from ? ks_variant_load(ctx, from, target.kernel->name, &arena, &cur, &is_template)
+           : ks_rules_seed(ctx, &target, &arena, &cur, &is_template))
+    goto fail;
+  ks_buf techniques = KS_BUF_INIT;
+  for (size_t i = 0; i < steps.len; i++) {
+    ks_rule_input in;
+    ks_rule_result res = {0};
+    const char *reason;
+    if (ks_rules_prepare(ctx, &target, &cur, is_template, &arena, &in) ||
+        apply_step(ctx, &in, &steps.items[i], &arena, &res, &reason)) {
+      ks_buf_release(&techniques);
+      goto fail;
+    }
+    if (reason) {
+      fprintf(stderr, "rewrite: %s does not apply to %s: %s\n", steps.items[i].rule->name,
+              target.kernel->qualified_name, reason);
+      ks_buf_release(&techniques);
+      rc = KS_EXIT_FAILURE;
+      goto out;
+    }
+    cur = res.child;
+    if (res.technique)
+      ks_buf_addf(&techniques, "%s%s", techniques.len ? ", " : "", res.technique);
+  }
+  fputs(ks_variant_format(&arena, &cur, techniques.data), stdout);
+  ks_buf_release(&techniques);
+  goto out;
+fail:
+  ks_error(ctx, "%s", ctx->error);
+  rc = KS_EXIT_FAILURE;
+out:
+  ks_target_close(&target);
+  ks_arena_release(&arena);
+  ks_source_args_release(&src);
+  return rc;
+}
+
+const ks_command ks_cmd_rewrite = {"rewrite", "apply rewrite rules to a kernel and print the variant",
+                                   usage, run_rewrite};

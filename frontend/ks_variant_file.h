@@ -33,6 +33,12 @@ int ks_variant_parse(ks_ctx *ctx, const char *file, const char *text, const char
 /* Reads and parses a variant file. */
 int ks_variant_load(ks_ctx *ctx, const char *path, const char *original, ks_arena *arena,
                     ks_variant *out, bool *is_template);
+/* The variant as a file that ks_variant_parse (and `check --variant`) reads
+ * back: a comment line naming `technique_comment` (NULL or "": none), the
+ * kernelsmith-variant annotation (kernel, launch, requires) and the source.
+ * An annotation or technique line already in the source (a variant read
+ * from a file) is dropped, so formatting a parsed file does not stack them. */
+const char *ks_variant_format(ks_arena *arena, const ks_variant *v, const char *technique_comment);
 /* The NVRTC name expression of the variant: its name, with the original
  * instance's template arguments when it is a template. */
 const char *ks_variant_name_expression(ks_arena *arena, const ks_variant *v, bool is_template,

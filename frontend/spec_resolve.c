@@ -698,6 +698,58 @@ out:
   return rc;
 }
 
+/* `text` with each disjoint(p, q) (or ks_disjoint) replaced by what it
+ * means in the judge, where every buffer is an allocation of its own: true
+ * for two different pointer parameters, false for one named twice. (A
+ * patched build compares the address ranges.) */
+static int rewrite_disjoint(ks_ctx *ctx, const ks_kernel *k, const char *text, ks_arena *arena,
+                            const char **out) {
+  ks_buf b = KS_BUF_INIT;
+  int rc = 0;
+  const char *p = text, *end = text + strlen(text);
+  while (p < end) {
+    const char *hit = NULL;
+    size_t n = 0;
+    for (const char *q = p; q < end && !hit; q++) {
+      bool start = q == text || !ks_ctext_is_ident_char(q[-1]);
+      if (start && !strncmp(q, "ks_disjoint", 11) && !ks_ctext_is_ident_char(q[11]))
+        hit = q, n = 11;
+      else if (start && !strncmp(q, "disjoint", 8) && !ks_ctext_is_ident_char(q[8]))
+        hit = q, n = 8;
+    }
+    if (!hit) {
+      ks_buf_add(&b, p, (size_t)(end - p));
+      break;
+    }
+    ks_buf_add(&b, p, (size_t)(hit - p));
+    const char *open = hit + n;
+    while (open < end && (*open == ' ' || *open == '\t'))
+      open++;
+    const char *close = open < end && *open == '(' ? ks_ctext_matching(open, end) : NULL;
+    ks_strings args = {0};
+    if (close)
+      ks_ctext_split(arena, open + 1, close, &args);
+    if (!close || args.len != 2) {
+      rc = ks_fail(ctx, "disjoint() takes two pointer parameters: '%s'", text);
+      goto out;
+    }
+    for (size_t a = 0; a < 2; a++) {
+      int i = find_param(k, args.items[a]);
+      if (i < 0 || k->params.items[i].kind != KS_PARAM_POINTER) {
+        rc = ks_fail(ctx, "disjoint(): '%s' is not a pointer parameter of %s", args.items[a],
+                     k->name);
+        goto out;
+      }
+    }
+    ks_buf_adds(&b, strcmp(args.items[0], args.items[1]) ? "1" : "0");
+    p = close + 1;
+  }
+  *out = ks_arena_strdup(arena, b.data);
+out:
+  ks_buf_release(&b);
+  return rc;
+}
+
 int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
                        const ks_workload *work, ks_launch_cfg *out, bool *guards_hold) {
   ks_arena arena = KS_ARENA_INIT;
@@ -729,6 +781,7 @@ int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
     const char *text;
     ks_value val;
     if (rewrite_aligned(ctx, k, v->requires.items[g], &arena, &text) ||
+        rewrite_disjoint(ctx, k, text, &arena, &text) ||
         ks_expr_eval(ctx, text, &env.expr, &val)) {
       char err[sizeof ctx->error];
       snprintf(err, sizeof err, "%s", ctx->error);

@@ -35,25 +35,25 @@ static size_t find_kernels(ks_arena *arena, const char *text, kernel_def *out, s
       p++;
       continue;
     }
-    /* The name is the identifier right before the first '(' after it. */
-    const char *paren = strchr(p, '(');
+    /* The name is the identifier right before the first '(' after it that
+     * does not open an attribute's arguments (__launch_bounds__(...) may
+     * come between __global__ and the name). */
+    const char *paren = strchr(p, '('), *e = NULL, *s = NULL;
+    while (paren) {
+      e = paren;
+      while (e > p && isspace((unsigned char)e[-1]))
+        e--;
+      s = e;
+      while (s > p && ks_ctext_is_ident_char(s[-1]))
+        s--;
+      if (strncmp(s, "__launch_bounds__", 17) && strncmp(s, "__maxnreg__", 11) &&
+          strncmp(s, "__cluster_dims__", 16) && strncmp(s, "__attribute__", 13))
+        break;
+      const char *close = ks_ctext_matching(paren, paren + strlen(paren));
+      paren = close ? strchr(close, '(') : NULL;
+    }
     if (!paren)
       break;
-    const char *e = paren;
-    while (e > p && isspace((unsigned char)e[-1]))
-      e--;
-    const char *s = e;
-    while (s > p && ks_ctext_is_ident_char(s[-1]))
-      s--;
-    /* __launch_bounds__(...) comes before the name: skip past it. */
-    if (!strncmp(s, "__launch_bounds__", 17) || !strncmp(s, "__maxnreg__", 11) ||
-        !strncmp(s, "__cluster_dims__", 16)) {
-      const char *close = ks_ctext_matching(paren, paren + strlen(paren));
-      if (!close)
-        break;
-      p = close;
-      continue;
-    }
     /* A template header sits before __global__ in the same declaration. */
     const char *decl = p;
     while (decl > text && decl[-1] != ';' && decl[-1] != '}' && decl[-1] != '{')
@@ -228,4 +228,116 @@ const char *ks_variant_name_expression(ks_arena *arena, const ks_variant *v, boo
     return v->kernel_name;
   const char *open = original_name_expression ? strchr(original_name_expression, '<') : NULL;
   return open ? ks_arena_printf(arena, "%s%s", v->kernel_name, open) : v->kernel_name;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+#define TECHNIQUE_PREFIX "// kernelsmith-cc techniques:"
+
+/* `text` without its kernelsmith-variant comment and technique lines. */
+static const char *strip_annotation(ks_arena *arena, const char *text) {
+  ks_buf b = KS_BUF_INIT;
+  const char *p = text;
+  const char *tag = strstr(p, "kernelsmith-variant:");
+  if (tag) {
+    const char *line_start = tag;
+    while (line_start > text && line_start[-1] != '\n')
+      line_start--;
+    const char *open = NULL;
+    for (const char *q = line_start; q + 1 < tag; q++)
+      if (q[0] == '/' && (q[1] == '*' || q[1] == '/')) {
+        open = q;
+        break;
+      }
+    const char *cut_end = NULL;
+    if (open && open[1] == '*') {
+      const char *close = strstr(tag, "*/");
+      if (close)
+        cut_end = close + 2;
+    } else if (open) {
+      /* A run of line comments: up to the first line that is not one. */
+      const char *q = tag;
+      for (;;) {
+        const char *nl = strchr(q, '\n');
+        if (!nl) {
+          q += strlen(q);
+          break;
+        }
+        const char *t = nl + 1;
+        while (*t == ' ' || *t == '\t')
+          t++;
+        if (strncmp(t, "//", 2)) {
+          q = nl;
+          break;
+        }
+        q = nl + 1;
+      }
+      cut_end = q;
+    }
+    if (cut_end) {
+      /* Remove whole lines when the comment stands alone on them. */
+      const char *from = open;
+      bool alone_before = true;
+      for (const char *q = line_start; q < open; q++)
+        alone_before = alone_before && (*q == ' ' || *q == '\t');
+      if (alone_before)
+        from = line_start;
+      const char *to = cut_end;
+      while (*to == ' ' || *to == '\t')
+        to++;
+      if (alone_before && *to == '\n')
+        to++;
+      else
+        to = cut_end;
+      ks_buf_add(&b, text, (size_t)(from - text));
+      p = to;
+    }
+  }
+  ks_buf_adds(&b, p);
+  ks_buf kept = KS_BUF_INIT;
+  for (p = b.data; *p;) {
+    const char *nl = strchr(p, '\n');
+    const char *end = nl ? nl + 1 : p + strlen(p);
+    if (strncmp(p, TECHNIQUE_PREFIX, strlen(TECHNIQUE_PREFIX)))
+      ks_buf_add(&kept, p, (size_t)(end - p));
+    p = end;
+  }
+  const char *out = ks_arena_strdup(arena, kept.data);
+  ks_buf_release(&b);
+  ks_buf_release(&kept);
+  return out;
+}
+
+const char *ks_variant_format(ks_arena *arena, const ks_variant *v, const char *technique_comment) {
+  ks_buf b = KS_BUF_INIT;
+  if (technique_comment && *technique_comment)
+    ks_buf_addf(&b, TECHNIQUE_PREFIX " %s\n", technique_comment);
+  ks_buf_adds(&b, "/* kernelsmith-variant:\n");
+  if (v->kernel_name)
+    ks_buf_addf(&b, " *   kernel %s\n", v->kernel_name);
+  if (v->grid || v->block || v->smem) {
+    ks_buf_adds(&b, " *   launch");
+    const char *sep = " ";
+    if (v->grid) {
+      ks_buf_addf(&b, "%sgrid = %s", sep, v->grid);
+      sep = ", ";
+    }
+    if (v->block) {
+      ks_buf_addf(&b, "%sblock = %s", sep, v->block);
+      sep = ", ";
+    }
+    if (v->smem)
+      ks_buf_addf(&b, "%ssmem = %s", sep, v->smem);
+    ks_buf_addc(&b, '\n');
+  }
+  for (size_t i = 0; i < v->requires.len; i++)
+    ks_buf_addf(&b, " *   requires %s\n", v->requires.items[i]);
+  ks_buf_adds(&b, " */\n");
+  const char *source = v->source ? strip_annotation(arena, v->source) : "";
+  ks_buf_adds(&b, source);
+  if (b.len && b.data[b.len - 1] != '\n')
+    ks_buf_addc(&b, '\n');
+  const char *out = ks_arena_strdup(arena, b.data);
+  ks_buf_release(&b);
+  return out;
 }

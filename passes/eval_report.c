@@ -1,5 +1,6 @@
 /* Evaluations as text and as JSON; see ks_eval_report.h. cJSON stays here. */
 #include "ks_eval_report.h"
+#include "ks_eval_json.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -116,53 +117,7 @@ static void str(cJSON *o, const char *key, const char *v) {
     cJSON_AddNullToObject(o, key);
 }
 
-static cJSON *launch_json(const ks_launch_cfg *l) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON *g = cJSON_AddArrayToObject(o, "grid"), *b = cJSON_AddArrayToObject(o, "block");
-  for (int i = 0; i < 3; i++) {
-    cJSON_AddItemToArray(g, cJSON_CreateNumber(l->grid[i]));
-    cJSON_AddItemToArray(b, cJSON_CreateNumber(l->block[i]));
-  }
-  num(o, "smem", (double)l->smem);
-  return o;
-}
 
-static cJSON *checks_json(const ks_output_checks *c) {
-  cJSON *a = cJSON_CreateArray();
-  for (size_t i = 0; i < c->len; i++) {
-    const ks_output_check *o = &c->items[i];
-    cJSON *j = cJSON_CreateObject();
-    str(j, "buffer", o->buffer);
-    num(j, "count", (double)o->count);
-    num(j, "mismatches", (double)o->mismatches);
-    num(j, "unwritten", (double)o->unwritten);
-    num(j, "max_abs_error", o->max_abs_error);
-    num(j, "max_rel_error", o->max_rel_error);
-    num(j, "first_mismatch", (double)o->first_mismatch);
-    if (o->first_mismatch >= 0) {
-      num(j, "expected", o->expected);
-      num(j, "got", o->got);
-    }
-    if (o->has_ref) {
-      cJSON *r = cJSON_AddObjectToObject(j, "fp64_reference");
-      num(r, "original_max_abs_error", o->ref_base_max_abs);
-      num(r, "original_max_rel_error", o->ref_base_max_rel);
-      num(r, "variant_max_abs_error", o->ref_cand_max_abs);
-      num(r, "variant_max_rel_error", o->ref_cand_max_rel);
-      num(r, "mismatches", (double)o->ref_mismatches);
-      num(r, "first_mismatch", (double)o->ref_first_mismatch);
-      if (o->ref_first_mismatch >= 0) {
-        num(r, "reference", o->ref_value);
-        num(r, "got", o->ref_got);
-        num(r, "original", o->ref_base);
-      }
-    } else {
-      cJSON_AddNullToObject(j, "fp64_reference");
-    }
-    cJSON_AddItemToArray(a, j);
-  }
-  return a;
-}
 
 int ks_eval_json(ks_ctx *ctx, FILE *out, const ks_judge *j, const ks_target *t,
                  const ks_candidate *c, const ks_eval *e) {
@@ -189,7 +144,7 @@ int ks_eval_json(ks_ctx *ctx, FILE *out, const ks_judge *j, const ks_target *t,
     num(d, "measured_bandwidth", j->ceilings.bandwidth);
     num(d, "measured_flops_fp32", j->ceilings.flops_fp32);
   }
-  num(root, "seed", (double)j->opts.seed);
+  ks_json_add_u64(root, "seed", j->opts.seed);
   if (c) {
     cJSON *v = cJSON_AddObjectToObject(root, "variant");
     str(v, "file", c->variant->file);
@@ -201,84 +156,7 @@ int ks_eval_json(ks_ctx *ctx, FILE *out, const ks_judge *j, const ks_target *t,
     for (size_t i = 0; i < c->variant->requires.len; i++)
       cJSON_AddItemToArray(req, cJSON_CreateString(c->variant->requires.items[i]));
   }
-  str(root, "verdict", ks_verdict_name(e->verdict));
-  str(root, "reason", e->reason);
-  cJSON *comp = cJSON_AddObjectToObject(root, "compile");
-  num(comp, "ms", e->compile_ms);
-  cJSON_AddBoolToObject(comp, "cached", e->compile_cached);
-  num(comp, "original_registers", e->base_registers);
-  num(comp, "variant_registers", e->cand_registers);
-  num(comp, "original_spill_bytes", e->base_spills);
-  num(comp, "variant_spill_bytes", e->cand_spills);
-  num(comp, "original_static_smem", e->base_smem);
-  num(comp, "variant_static_smem", e->cand_smem);
-  cJSON *sizes = cJSON_AddArrayToObject(root, "sizes");
-  for (size_t i = 0; i < e->sizes.len; i++) {
-    const ks_size_report *s = &e->sizes.items[i];
-    cJSON *o = cJSON_CreateObject();
-    str(o, "name", s->size);
-    cJSON_AddBoolToObject(o, "timed", s->timed);
-    cJSON_AddBoolToObject(o, "guards_hold", s->guards_hold);
-    cJSON_AddItemToObject(o, "launch", launch_json(&s->launch));
-    cJSON *seeds = cJSON_AddArrayToObject(o, "seeds");
-    for (size_t k2 = 0; k2 < s->seeds.len; k2++) {
-      const ks_seed_check *sc = &s->seeds.items[k2];
-      cJSON *x = cJSON_CreateObject();
-      num(x, "seed", (double)sc->seed);
-      cJSON_AddItemToObject(x, "outputs", checks_json(&sc->outputs));
-      cJSON_AddBoolToObject(x, "race", sc->race);
-      cJSON_AddBoolToObject(x, "original_nondeterministic", sc->base_nondeterministic);
-      str(x, "out_of_bounds_buffer", sc->canary_buffer);
-      str(x, "changed_input", sc->changed_input);
-      cJSON_AddItemToArray(seeds, x);
-    }
-    cJSON_AddItemToArray(sizes, o);
-  }
-  num(root, "max_abs_error", e->max_abs_error);
-  num(root, "max_rel_error", e->max_rel_error);
-  if (e->has_ref) {
-    cJSON *r = cJSON_AddObjectToObject(root, "fp64_reference");
-    num(r, "original_max_abs_error", e->ref_base_max_abs);
-    num(r, "original_max_rel_error", e->ref_base_max_rel);
-    num(r, "variant_max_abs_error", e->ref_cand_max_abs);
-    num(r, "variant_max_rel_error", e->ref_cand_max_rel);
-  } else {
-    cJSON_AddNullToObject(root, "fp64_reference");
-  }
-  if (e->timed) {
-    cJSON *tm = cJSON_AddObjectToObject(root, "timing");
-    num(tm, "original_median_ms", e->base_median_ms);
-    num(tm, "original_iqr_ms", e->base_iqr_ms);
-    num(tm, "original_rsd", e->base_rsd);
-    num(tm, "original_samples", e->base_samples);
-    if (c) {
-      num(tm, "variant_median_ms", e->cand_median_ms);
-      num(tm, "variant_iqr_ms", e->cand_iqr_ms);
-      num(tm, "variant_rsd", e->cand_rsd);
-      num(tm, "variant_samples", e->cand_samples);
-      num(tm, "speedup", e->speedup);
-      num(tm, "speedup_low", e->speedup_low);
-      num(tm, "speedup_high", e->speedup_high);
-    }
-    num(tm, "dropped_low_clock", e->dropped_low_clock);
-    num(tm, "sm_clock_min_mhz", e->sm_clock_min_mhz);
-    num(tm, "sm_clock_max_mhz", e->sm_clock_max_mhz);
-    num(tm, "seconds", e->timing_seconds);
-    cJSON *rf = cJSON_AddObjectToObject(root, "roofline");
-    num(rf, "bytes_min", (double)e->bytes_min);
-    num(rf, "floor_ms", e->floor_ms);
-    num(rf, "original_bandwidth", e->base_bandwidth);
-    num(rf, "original_bandwidth_fraction", e->base_bw_fraction);
-    num(rf, "flops", e->flops);
-    num(rf, "original_flop_rate", e->base_flop_rate);
-    if (c) {
-      num(rf, "variant_bandwidth", e->cand_bandwidth);
-      num(rf, "variant_bandwidth_fraction", e->cand_bw_fraction);
-      num(rf, "variant_flop_rate", e->cand_flop_rate);
-      num(rf, "variant_flop_fraction", e->cand_flop_fraction);
-    }
-  }
-  num(root, "wall_seconds", e->wall_seconds);
+  ks_eval_json_add(root, e, c ? KS_EVAL_JSON_VARIANT : 0);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text)

@@ -104,6 +104,17 @@ int ks_rules_seed(ks_ctx *ctx, const ks_target *t, ks_arena *arena, ks_variant *
  * first error. */
 int ks_rules_prepare(ks_ctx *ctx, const ks_target *t, const ks_variant *parent, bool is_template,
                      ks_arena *arena, ks_rule_input *out);
+/* What ks_rules_prepare puts in sm_count and max_smem_per_block: an H200
+ * (sm_90). The caller may overwrite them with the device's numbers after
+ * the prepare, before applying rules. */
+#define KS_RULES_DEFAULT_SM_COUNT 132u
+#define KS_RULES_DEFAULT_MAX_SMEM 49152u
+/* The unit the judge compiles for variant `v` of `t`
+ * (ks_judge_variant_unit): the slice, a separator, a #line directive and
+ * the variant's source. *variant_offset (may be NULL) is where the
+ * variant's source starts in it. */
+const char *ks_rules_unit(ks_arena *arena, const ks_target *t, const ks_variant *v,
+                          size_t *variant_offset);
 
 /* ---- helpers shared by the rules (passes/rules_util.c) ---- */
 
@@ -142,5 +153,10 @@ void ks_rule_policy_write(ks_arena *arena, const ks_rule_policy *p, ks_variant *
 void ks_rule_child_init(ks_arena *arena, const ks_rule_input *in, ks_variant *child);
 /* Adds a guard to a child unless it already has it. */
 void ks_rule_require(ks_arena *arena, ks_variant *child, const char *guard);
+/* Evaluates a policy or guard expression at the timed size: the policy
+ * variables (grid_x.., block_x.., smem) are the original launch there, the
+ * scalar parameters their values, len_<param> the buffers' lengths. Fails
+ * (ks_fail) on an unknown name or a non-integer value. */
+int ks_rule_eval(ks_ctx *ctx, const ks_rule_input *in, const char *expr, long long *out);
 
 #endif

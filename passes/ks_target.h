@@ -34,6 +34,11 @@ typedef struct ks_target {
  * a kernel that cannot be sliced). */
 int ks_target_open(ks_ctx *ctx, const ks_scan_options *opts, const char *name, ks_arena *arena,
                    ks_target *out);
+/* The same for a kernel of a scan the caller made (and keeps: the target
+ * borrows it, and ks_target_close leaves it alone), so that many kernels of
+ * one tree are made ready with one scan. */
+int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
+                          const ks_kernel *k, ks_arena *arena, ks_target *out);
 void ks_target_close(ks_target *t);
 
 /* Evaluates a variant's launch policy and guards for every workload. */

@@ -1,12 +1,1524 @@
-/* rules_warp: not written yet. */
-#include "rules_int.h"
+/* rules_warp: rewrites that hand work to the 32 lanes of a warp.
+ *
+ *   warp_rows    a kernel with one THREAD per row and loops over the row's
+ *                columns becomes one WARP per row: the loops stride by 32
+ *                from start + lane, and what they accumulate (sums, max,
+ *                min) is combined across the warp with an XOR butterfly;
+ *   warp_reduce  a shared-memory tree reduction of a block into element 0
+ *                becomes warp shuffles, one value per warp in shared
+ *                memory, and one more warp of shuffles;
+ *   warp_atomic  atomicAdd becomes one atomic per warp (same address for
+ *                the whole warp) or per group of lanes with the same
+ *                address (__match_any_sync), after adding within the warp.
+ *
+ * Each matches its pattern on the kernel's tree and says, in one line, why
+ * it does not apply where the pattern or one of its conditions is missing;
+ * docs/rules.md gives the conditions and the reasoning behind them. Names
+ * the rewrites introduce are fresh (ks_rt_fresh), so they neither clash with
+ * the user's nor with those of an earlier rewrite. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static int not_yet(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena, ks_rule_result *out) {
-  (void)ctx; (void)in; (void)param; (void)arena;
-  out->applied = false;
-  out->reason = "not written yet";
+#include "ks_buf.h"
+#include "ks_ctext.h"
+#include "rules_tree.h"
+
+/* ---- small tree helpers --------------------------------------------------- */
+
+typedef KS_ARRAY(const ks_anode *) node_list;
+
+static const ks_anode *bare(const ks_anode *n) {
+  return ks_rt_strip(n, false);
+}
+
+static const ks_anode *bare_c(const ks_anode *n) {
+  return ks_rt_strip(n, true);
+}
+
+static bool has_prefix(const char *s, const char *prefix) {
+  return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+static bool is_op(const ks_anode *n, ks_akind kind, const char *op) {
+  return n && n->kind == kind && n->op && !strcmp(n->op, op) &&
+         n->nkids == (kind == KS_AK_UNARY ? 1u : 2u);
+}
+
+static bool is_bin(const ks_anode *n, const char *op) {
+  return is_op(n, KS_AK_BINARY, op);
+}
+
+static bool is_int(const ks_anode *n, long long v) {
+  n = bare_c(n);
+  return n && n->kind == KS_AK_INT_LITERAL && n->int_value == v;
+}
+
+static bool is_assignment(const ks_anode *n) {
+  return is_bin(n, "=") || (n && n->kind == KS_AK_COMPOUND_ASSIGN && n->nkids == 2) ||
+         is_op(n, KS_AK_UNARY, "++") || is_op(n, KS_AK_UNARY, "--");
+}
+
+/* The callee's name without template arguments or qualification. */
+static const char *callee(ks_arena *arena, const ks_anode *call) {
+  if (!call->name)
+    return "";
+  const char *s = call->name;
+  for (const char *p = strstr(s, "::"); p; p = strstr(s, "::"))
+    s = p + 2;
+  return ks_arena_strndup(arena, s, strcspn(s, "<"));
+}
+
+static bool collect_visit(ks_anode *n, void *arg) {
+  void **a = arg;
+  *ks_array_push((ks_arena *)a[0], (node_list *)a[1]) = n;
+  return true;
+}
+
+/* Every node below `root`, in pre-order. */
+static node_list collect(ks_arena *arena, const ks_anode *root) {
+  node_list out = {0};
+  void *a[2] = {arena, &out};
+  ks_anode_walk((ks_anode *)root, collect_visit, a);
+  return out;
+}
+
+static unsigned count_refs(ks_arena *arena, const ks_anode *root, const ks_anode *decl) {
+  node_list all = collect(arena, root);
+  unsigned n = 0;
+  for (size_t i = 0; i < all.len; i++)
+    n += all.items[i]->kind == KS_AK_DECL_REF && all.items[i]->decl == decl;
+  return n;
+}
+
+static bool inside(const ks_anode *n, const ks_anode *outer) {
+  return n->begin >= outer->begin && n->end <= outer->end;
+}
+
+/* Is `n` a whole expression statement (its value unused)? */
+static bool is_expr_stmt(const ks_anode *n) {
+  const ks_anode *child;
+  const ks_anode *p = ks_rt_up(n, &child);
+  if (!p)
+    return false;
+  switch (p->kind) {
+  case KS_AK_COMPOUND:
+    return true;
+  case KS_AK_IF:
+    return (p->nkids >= 2 && p->kids[1] == child) || (p->nkids >= 3 && p->kids[2] == child);
+  case KS_AK_FOR:
+    return p->kids[3] == child;
+  case KS_AK_WHILE:
+    return p->nkids == 2 && p->kids[1] == child;
+  case KS_AK_DO:
+    return p->nkids >= 1 && p->kids[0] == child;
+  default:
+    return false;
+  }
+}
+
+/* Offset in the parent's source of a unit offset. */
+static size_t at(const ks_rule_input *in, unsigned unit_offset) {
+  return unit_offset - in->variant_offset;
+}
+
+/* Where a statement ends, with the ';' of an expression statement; a
+ * loop or an if ends where its last statement does (clang's extent of
+ * `for (...) x += y;` stops before the ';'). */
+static unsigned stmt_end(const char *unit, const ks_anode *s) {
+  if (s->kind == KS_AK_OTHER && s->nkids == 1 && s->kids[0] && s->kids[0]->kind == KS_AK_FOR)
+    return stmt_end(unit, s->kids[0]); /* #pragma unroll before the loop */
+  if (s->kind == KS_AK_FOR && s->kids[3])
+    return stmt_end(unit, s->kids[3]);
+  if (s->kind == KS_AK_WHILE && s->nkids == 2)
+    return stmt_end(unit, s->kids[1]);
+  if (s->kind == KS_AK_IF && s->nkids >= 2)
+    return stmt_end(unit, s->kids[s->nkids - 1]);
+  return ks_rt_stmt_end(unit, s);
+}
+
+/* Where a statement starts, with the #pragma lines right above it (an
+ * `unroll` before a loop): code inserted before the statement goes above
+ * them, so that the pragma still applies to the loop. */
+static unsigned begin_with_pragmas(const char *unit, unsigned begin) {
+  for (;;) {
+    unsigned line = begin;
+    while (line > 0 && unit[line - 1] != '\n')
+      line--;
+    bool blank_before = true;
+    for (unsigned p = line; p < begin; p++)
+      blank_before &= unit[p] == ' ' || unit[p] == '\t';
+    if (!blank_before || line == 0)
+      return begin;
+    unsigned prev = line - 1;
+    while (prev > 0 && unit[prev - 1] != '\n')
+      prev--;
+    unsigned p = prev;
+    while (unit[p] == ' ' || unit[p] == '\t')
+      p++;
+    if (strncmp(unit + p, "#pragma", 7))
+      return begin;
+    begin = p;
+  }
+}
+
+/* The indentation one level below a line indented with `indent`. */
+static const char *deeper(ks_arena *arena, const char *indent) {
+  return ks_arena_printf(arena, "%s%s", indent, strchr(indent, '\t') ? "\t" : "    ");
+}
+
+/* Accumulating functions: max and min, as spelled in CUDA. */
+static bool is_minmax(const char *name) {
+  static const char *const fns[] = {"fmaxf", "fminf", "fmax", "fmin", "max", "min"};
+  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+    if (!strcmp(name, fns[i]))
+      return true;
+  return false;
+}
+
+/* Calls that synchronize or exchange data between threads. */
+static bool is_collective(const char *name) {
+  static const char *const prefixes[] = {
+      "__syncthreads", "__syncwarp", "__shfl",   "__ballot",  "__any",      "__all",
+      "__activemask",  "__match",    "__reduce", "__barrier", "__threadfence", "__nanosleep",
+      "this_thread_block", "this_grid", "tiled_partition", "coalesced_threads"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (has_prefix(name, prefixes[i]))
+      return true;
+  return false;
+}
+
+/* Functions without side effects whose result depends only on their
+ * arguments: the math library, CUDA's arithmetic intrinsics and read-only
+ * loads. Anything else run by all 32 lanes instead of one thread might do
+ * something 32 times. */
+static bool is_pure(const char *name) {
+  static const char *const math[] = {
+      "abs",    "fabs",   "min",    "max",    "fmin",   "fmax",   "sqrt",   "rsqrt",  "cbrt",
+      "rcbrt",  "exp",    "exp2",   "exp10",  "expm1",  "log",    "log2",   "log10",  "log1p",
+      "pow",    "sin",    "cos",    "tan",    "sinh",   "cosh",   "tanh",   "asin",   "acos",
+      "atan",   "atan2",  "asinh",  "acosh",  "atanh",  "erf",    "erfc",   "erfinv", "erfcinv",
+      "floor",  "ceil",   "round",  "rint",   "trunc",  "nearbyint", "lround", "llround", "lrint",
+      "llrint", "fma",    "fmod",   "remainder", "hypot", "rhypot", "norm3d", "rnorm3d", "copysign",
+      "fdim",   "ldexp",  "scalbn", "ilogb",  "logb",   "isnan",  "isinf",  "isfinite", "signbit",
+      "normcdf", "normcdfinv", "lgamma", "tgamma", "sinpi", "cospi", "nextafter", "fdivide",
+      "umin",   "umax",   "llmin",  "llmax",  "ullmin", "ullmax", "saturate", "popc", "popcll",
+      "clz",    "clzll",  "ffs",    "ffsll",  "brev",   "byte_perm", "mul24", "umul24", "mulhi",
+      "umulhi", "sad",    "usad",   "fadd_rn", "fmul_rn", "fsub_rn", "fdiv_rn", "frcp_rn",
+      "fsqrt_rn", "frsqrt_rn", "fmaf_rn", "dadd_rn", "dmul_rn", "ddiv_rn", "fma_rn"};
+  static const char *const prefixes[] = {"__builtin_", "__ld",   "__float2", "__int2",
+                                         "__uint2",    "__ll2",  "__ull2",   "__double2",
+                                         "__float_as", "__int_as", "__uint_as", "__half2float"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (has_prefix(name, prefixes[i]))
+      return true;
+  char base[64];
+  const char *s = name;
+  while (*s == '_')
+    s++;
+  snprintf(base, sizeof base, "%s", s);
+  size_t n = strlen(base);
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < sizeof math / sizeof *math; i++)
+      if (!strcmp(base, math[i]))
+        return true;
+    if (n < 2 || base[n - 1] != 'f')
+      break;
+    base[n - 1] = '\0'; /* expf -> exp */
+  }
+  return false;
+}
+
+/* Types __shfl_xor_sync and __shfl_down_sync take, whose + and max/min
+ * the rewrites may reorder. */
+static bool is_shuffle_type(const char *type) {
+  static const char *const types[] = {"float", "double", "int", "unsigned int", "unsigned",
+                                      "long long", "unsigned long long", "long", "unsigned long",
+                                      "long long int", "unsigned long long int"};
+  for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+    if (type && !strcmp(type, types[i]))
+      return true;
+  return false;
+}
+
+/* A template type parameter of the kernel named `type`. */
+static bool is_template_type(const ks_kast *k, const char *type) {
+  if (!type || k->root->kind != KS_AK_TEMPLATE)
+    return false;
+  for (size_t i = 0; i < k->root->nkids; i++) {
+    const ks_anode *p = k->root->kids[i];
+    if (p && p->kind == KS_AK_TEMPLATE_PARAM && p->name && !strcmp(p->name, type) &&
+        (!p->type || !*p->type))
+      return true;
+  }
+  return false;
+}
+
+/* The text of a node with white space removed, to compare addresses. */
+static const char *squeezed(ks_arena *arena, const ks_kast *k, const ks_anode *n) {
+  const char *t = ks_anode_text(arena, k, n);
+  char *out = ks_arena_alloc(arena, strlen(t) + 1), *o = out;
+  for (; *t; t++)
+    if (*t != ' ' && *t != '\t' && *t != '\n' && *t != '\r')
+      *o++ = *t;
+  return out;
+}
+
+/* ==== warp_rows ============================================================ */
+
+/* A variable a column loop accumulates into. */
+typedef struct rows_acc {
+  const ks_anode *var;   /* VAR or PARAM */
+  const char *fn;        /* the max/min function; NULL for a sum */
+  unsigned refs;         /* its references that the updates account for */
+} rows_acc;
+
+typedef struct rows_loop {
+  const ks_anode *loop;  /* FOR */
+  const ks_anode *stmt;  /* the loop, or the statement holding it and its
+                            #pragma (clang's AttributedStmt) */
+  const ks_anode *var;   /* the column variable */
+  const ks_anode *start; /* its initializer */
+  const ks_anode *inc;
+  KS_ARRAY(rows_acc) accs;
+} rows_loop;
+
+/* A memory access, for the dependence check. */
+typedef struct rows_access {
+  const char *root;          /* the buffer: "p" for a pointer parameter p and
+                                every pointer derived from it; NULL: unknown */
+  const char *key;           /* the address as written, without spaces */
+  const char *text;          /* for messages */
+  const rows_loop *loop;     /* NULL: outside the column loops */
+  const ks_anode *lane0;     /* the statement lane 0 alone runs, or NULL */
+  bool store;
+} rows_access;
+
+typedef struct rows {
+  ks_arena *arena;
+  const ks_rule_input *in;
+  const ks_kast *k;
+  const ks_anode *row_var, *row_init;
+  KS_ARRAY(rows_loop *) loops;
+  node_list lane0;           /* statements with stores, outside the loops */
+  node_list lhs;             /* memory written by an assignment in a loop */
+  KS_ARRAY(rows_access) access;
+  const char *why;
+} rows;
+
+static bool rows_fail(rows *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool rows_fail(rows *r, const char *fmt, ...) {
+  if (!r->why) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->why = ks_arena_strdup(r->arena, msg);
+  }
+  return false;
+}
+
+static const char *rows_text(rows *r, const ks_anode *n) {
+  return ks_anode_text(r->arena, r->k, n);
+}
+
+/* The buffer a pointer expression points into: pointer parameters, and
+ * local pointers initialized from them and never assigned again, trace back
+ * to the parameter; local arrays and globals stand for themselves. */
+static const char *ptr_root(rows *r, const ks_anode *n, int depth) {
+  n = bare_c(n);
+  if (!n || depth > 16)
+    return NULL;
+  if (n->kind == KS_AK_DECL_REF) {
+    const ks_anode *d = n->decl;
+    if (!d)
+      return n->name ? ks_arena_printf(r->arena, "global %s", n->name) : NULL;
+    if (d->kind == KS_AK_PARAM)
+      return d->is_pointer ? d->name : NULL;
+    if (d->kind != KS_AK_VAR)
+      return NULL;
+    if (d->is_pointer)
+      return ks_rt_modified(r->k->body, d) ? NULL : ptr_root(r, ks_rt_var_init(d), depth + 1);
+    if (d->type && strchr(d->type, '['))
+      return ks_arena_printf(r->arena, "local %s@%u", d->name, d->begin);
+    return NULL;
+  }
+  if (is_bin(n, "+") || is_bin(n, "-")) {
+    const char *left = ptr_root(r, n->kids[0], depth + 1);
+    if (left || !strcmp(n->op, "-"))
+      return left;
+    return ptr_root(r, n->kids[1], depth + 1);
+  }
+  if (is_op(n, KS_AK_UNARY, "&")) {
+    const ks_anode *o = bare(n->kids[0]);
+    if (o && o->kind == KS_AK_SUBSCRIPT && o->nkids == 2)
+      return ptr_root(r, o->kids[0], depth + 1);
+    return ptr_root(r, o, depth + 1);
+  }
+  return NULL;
+}
+
+/* The buffer of a memory access node (a[i], *p, p->f, or a global). */
+static const char *access_root(rows *r, const ks_anode *n) {
+  if (n->kind == KS_AK_SUBSCRIPT && n->nkids == 2) {
+    const char *root = ptr_root(r, n->kids[0], 0);
+    return root ? root : ptr_root(r, n->kids[1], 0);
+  }
+  if ((n->kind == KS_AK_UNARY || n->kind == KS_AK_MEMBER) && n->nkids == 1)
+    return ptr_root(r, n->kids[0], 0);
+  return ptr_root(r, n, 0);
+}
+
+static void add_access(rows *r, const ks_anode *n, const char *root, bool store,
+                       const rows_loop *loop, const ks_anode *lane0) {
+  rows_access *a = ks_array_push(r->arena, &r->access);
+  a->root = root;
+  a->key = squeezed(r->arena, r->k, n);
+  a->text = rows_text(r, n);
+  a->loop = loop;
+  a->lane0 = lane0;
+  a->store = store;
+}
+
+static bool is_memory(const ks_anode *n) {
+  return n && (n->kind == KS_AK_SUBSCRIPT || is_op(n, KS_AK_UNARY, "*") ||
+               (n->kind == KS_AK_MEMBER && n->arrow));
+}
+
+/* What an assignment's left side writes: NULL and *var for a variable
+ * (through a.b members), else the memory node (a[i], *p, p->f, a global). */
+static const ks_anode *written(const ks_anode *lhs, const ks_anode **var) {
+  *var = NULL;
+  lhs = bare(lhs);
+  while (lhs && lhs->kind == KS_AK_MEMBER && !lhs->arrow && lhs->nkids == 1)
+    lhs = bare(lhs->kids[0]);
+  if (lhs && lhs->kind == KS_AK_DECL_REF && lhs->decl) {
+    *var = lhs->decl;
+    return NULL;
+  }
+  return lhs;
+}
+
+typedef struct rows_walk {
+  rows *r;
+  const rows_loop *loop;     /* NULL: code every lane runs */
+  const ks_anode *lane0;
+} rows_walk;
+
+/* A call: collectives never; outside the loops only pure functions (every
+ * lane runs them); inside a loop (one lane per column, as one thread did)
+ * anything but an atomic or a function given a pointer, whose memory
+ * effects the dependence check cannot see. */
+static bool rows_call(rows *r, const ks_anode *n, const rows_loop *loop) {
+  const char *name = callee(r->arena, n);
+  if (is_collective(name))
+    return rows_fail(r, "it calls %s", name);
+  if (is_pure(name))
+    return true;
+  if (!loop)
+    return rows_fail(r, "it calls '%s' outside its column loops, where all 32 lanes of the warp "
+                        "would run it",
+                     name);
+  if (has_prefix(name, "atomic"))
+    return rows_fail(r, "it calls %s in a column loop", name);
+  for (size_t i = 0; i < n->nkids; i++) {
+    const ks_anode *a = bare(n->kids[i]);
+    bool pointer = (a->type && strchr(a->type, '*')) || is_op(a, KS_AK_UNARY, "&") ||
+                   (a->kind == KS_AK_DECL_REF && a->decl && a->decl->is_pointer);
+    if (pointer)
+      return rows_fail(r, "it passes a pointer to '%s' in a column loop", name);
+  }
+  return true;
+}
+
+static bool rows_expr_visit(ks_anode *n, void *arg) {
+  rows_walk *w = arg;
+  rows *r = w->r;
+  if (r->why)
+    return false;
+  if (n->kind == KS_AK_CALL)
+    return rows_call(r, n, w->loop);
+  if (is_assignment(n))
+    return rows_fail(r, "it assigns inside an expression ('%s')", rows_text(r, n));
+  if (is_memory(n)) {
+    bool lhs = false;
+    for (size_t i = 0; i < r->lhs.len; i++)
+      lhs |= r->lhs.items[i] == n;
+    if (!lhs)
+      add_access(r, n, access_root(r, n), false, w->loop, w->lane0);
+  }
+  if (n->kind == KS_AK_OTHER && n->kind_name &&
+      (strstr(n->kind_name, "Lambda") || strstr(n->kind_name, "Asm")))
+    return rows_fail(r, "it has a %s", n->kind_name);
+  return true;
+}
+
+/* Reads in an expression every lane evaluates (or lane 0 alone). */
+static bool rows_expr(rows *r, const ks_anode *e, const rows_loop *loop, const ks_anode *lane0) {
+  if (!e)
+    return true;
+  rows_walk w = {r, loop, lane0};
+  ks_anode_walk((ks_anode *)e, rows_expr_visit, &w);
+  return !r->why;
+}
+
+/* The children of `n`, walked as reads. */
+static bool rows_kids(rows *r, const ks_anode *n, const rows_loop *loop, const ks_anode *lane0) {
+  for (size_t i = 0; i < n->nkids; i++)
+    if (!rows_expr(r, n->kids[i], loop, lane0))
+      return false;
+  return true;
+}
+
+/* An expression statement outside the loops: a variable assigned by every
+ * lane (the same value in each), or a store that lane 0 alone will do. */
+static bool rows_expr_stmt(rows *r, const ks_anode *s) {
+  const ks_anode *e = bare(s);
+  if (is_assignment(e)) {
+    const ks_anode *var;
+    const ks_anode *mem = written(e->kids[0], &var);
+    if (!mem) {
+      if (var == r->row_var)
+        return rows_fail(r, "it assigns its row index");
+      return e->nkids < 2 || rows_expr(r, e->kids[1], NULL, NULL);
+    }
+    *ks_array_push(r->arena, &r->lane0) = s;
+    add_access(r, mem, access_root(r, mem), true, NULL, s);
+    if (!is_bin(e, "="))
+      add_access(r, mem, access_root(r, mem), false, NULL, s);
+    return rows_kids(r, mem, NULL, s) && (e->nkids < 2 || rows_expr(r, e->kids[1], NULL, s));
+  }
+  if (e->kind == KS_AK_CALL && has_prefix(callee(r->arena, e), "atomic") && e->nkids >= 1) {
+    *ks_array_push(r->arena, &r->lane0) = s;
+    add_access(r, e->kids[0], ptr_root(r, e->kids[0], 0), true, NULL, s);
+    return rows_kids(r, e, NULL, s);
+  }
+  return rows_expr(r, e, NULL, NULL);
+}
+
+/* Is `idx` one-to-one in the column variable: c, or c plus or minus terms
+ * that do not involve it? Then two columns never write one element. */
+static bool injective(rows *r, const ks_anode *idx, const ks_anode *c) {
+  idx = bare_c(idx);
+  if (ks_rt_refers_to(idx, c))
+    return true;
+  if (is_bin(idx, "+") || is_bin(idx, "-")) {
+    unsigned l = count_refs(r->arena, idx->kids[0], c), rr = count_refs(r->arena, idx->kids[1], c);
+    if (l && !rr)
+      return injective(r, idx->kids[0], c);
+    if (rr && !l && !strcmp(idx->op, "+"))
+      return injective(r, idx->kids[1], c);
+  }
+  return false;
+}
+
+/* An update `acc += e`, `acc = acc + e` or `acc = f(acc, e)` (f max or
+ * min, operands in either order) of an outer variable, as a statement. */
+static bool rows_accumulate(rows *r, rows_loop *l, const ks_anode *e, const ks_anode *var) {
+  const char *name = var->name ? var->name : "?";
+  const char *fn = NULL;
+  unsigned refs = 0;
+  if (!is_expr_stmt(e))
+    return rows_fail(r, "'%s' is assigned inside an expression in a column loop", name);
+  if (e->kind == KS_AK_COMPOUND_ASSIGN && !strcmp(e->op, "+=") &&
+      !count_refs(r->arena, e->kids[1], var)) {
+    refs = 1;
+  } else if (is_bin(e, "=")) {
+    const ks_anode *v = bare(e->kids[1]);
+    const ks_anode *a = NULL, *b = NULL;
+    if (is_bin(v, "+")) {
+      a = v->kids[0];
+      b = v->kids[1];
+    } else if (v && v->kind == KS_AK_CALL && v->nkids == 2 && is_minmax(callee(r->arena, v))) {
+      a = v->kids[0];
+      b = v->kids[1];
+      fn = callee(r->arena, v);
+    }
+    if (a && ks_rt_refers_to(a, var) && !count_refs(r->arena, b, var))
+      refs = 2;
+    else if (b && ks_rt_refers_to(b, var) && !count_refs(r->arena, a, var))
+      refs = 2;
+  }
+  if (!refs)
+    return rows_fail(r, "'%s' is carried from one column to the next ('%s'), and is not a sum, "
+                        "max or min the warp can combine",
+                     name, rows_text(r, e));
+  if (!is_shuffle_type(var->type) && !is_template_type(r->k, var->type))
+    return rows_fail(r, "the accumulator '%s' is a %s, not float, double or an integer", name,
+                     var->type ? var->type : "(unknown type)");
+  for (size_t i = 0; i < l->accs.len; i++) {
+    rows_acc *acc = &l->accs.items[i];
+    if (acc->var != var)
+      continue;
+    if ((acc->fn == NULL) != (fn == NULL) || (fn && strcmp(fn, acc->fn)))
+      return rows_fail(r, "'%s' is updated in two ways in one loop", name);
+    acc->refs += refs;
+    return true;
+  }
+  rows_acc *acc = ks_array_push(r->arena, &l->accs);
+  acc->var = var;
+  acc->fn = fn;
+  acc->refs = refs;
+  return true;
+}
+
+typedef struct loop_walk {
+  rows *r;
+  rows_loop *l;
+  const ks_anode *body;
+} loop_walk;
+
+static bool loop_visit(ks_anode *n, void *arg) {
+  loop_walk *w = arg;
+  rows *r = w->r;
+  if (r->why)
+    return false;
+  switch (n->kind) {
+  case KS_AK_FOR:
+  case KS_AK_WHILE:
+  case KS_AK_DO:
+    return rows_fail(r, "it has a loop inside a column loop");
+  case KS_AK_BREAK:
+  case KS_AK_RETURN:
+    return rows_fail(r, "a column loop ends early (%s)", n->kind == KS_AK_BREAK ? "break" : "return");
+  case KS_AK_OTHER:
+    if (n->kind_name && (strstr(n->kind_name, "Goto") || strstr(n->kind_name, "Switch")))
+      return rows_fail(r, "a column loop has a %s", n->kind_name);
+    break;
+  default:
+    break;
+  }
+  if (!is_assignment(n))
+    return rows_expr_visit(n, &(rows_walk){r, w->l, NULL});
+  const ks_anode *var;
+  const ks_anode *mem = written(n->kids[0], &var);
+  if (mem) {
+    const ks_anode *m = bare(mem);
+    if (!m || m->kind != KS_AK_SUBSCRIPT || m->nkids != 2 || !injective(r, m->kids[1], w->l->var))
+      return rows_fail(r, "a column loop writes '%s', which is not one element per column",
+                       rows_text(r, mem));
+    const char *root = access_root(r, m);
+    add_access(r, m, root, true, w->l, NULL);
+    if (!is_bin(n, "="))
+      add_access(r, m, root, false, w->l, NULL);
+    *ks_array_push(r->arena, &r->lhs) = m;
+    return true;
+  }
+  if (!var)
+    return rows_fail(r, "a column loop assigns '%s'", rows_text(r, n->kids[0]));
+  if (var == w->l->var)
+    return rows_fail(r, "a column loop assigns its column variable");
+  if (inside(var, w->body))
+    return true; /* a variable of one iteration */
+  return rows_accumulate(r, w->l, n, var);
+}
+
+/* Integer types a column variable may have. */
+static bool is_index_type(const char *type) {
+  return type && !strchr(type, '*') && !strstr(type, "float") && !strstr(type, "double") &&
+         !strstr(type, "half") && !strstr(type, "bool");
+}
+
+/* A loop `for (T c = start; c < end; ++c)` (or <=, or c += 1, c++) whose
+ * iterations are independent but for accumulators. */
+static bool rows_loop_check(rows *r, const ks_anode *f, const ks_anode *stmt) {
+  const ks_anode *init = f->kids[0], *cond = bare(f->kids[1]), *inc = bare(f->kids[2]);
+  const ks_anode *body = f->kids[3];
+  if (f->from_macro)
+    return rows_fail(r, "a loop comes from a macro");
+  if (!init || init->kind != KS_AK_DECL_STMT || init->nkids != 1 || !cond || !inc || !body)
+    return rows_fail(r, "a loop is not 'for (int c = start; c < end; ++c)'");
+  const ks_anode *c = init->kids[0];
+  const ks_anode *start = ks_rt_var_init(c);
+  if (c->kind != KS_AK_VAR || !start || !is_index_type(c->type))
+    return rows_fail(r, "a loop does not declare an integer column variable");
+  const ks_anode *end = NULL;
+  if (cond->kind == KS_AK_BINARY && cond->nkids == 2) {
+    bool lt = !strcmp(cond->op, "<") || !strcmp(cond->op, "<=");
+    bool gt = !strcmp(cond->op, ">") || !strcmp(cond->op, ">=");
+    if (lt && ks_rt_refers_to(bare_c(cond->kids[0]), c))
+      end = cond->kids[1];
+    else if (gt && ks_rt_refers_to(bare_c(cond->kids[1]), c))
+      end = cond->kids[0];
+  }
+  if (!end || count_refs(r->arena, end, c))
+    return rows_fail(r, "a loop's condition is not 'c < end' ('%s')", rows_text(r, cond));
+  bool step1 = (is_op(inc, KS_AK_UNARY, "++") && ks_rt_refers_to(inc->kids[0], c)) ||
+               (inc->kind == KS_AK_COMPOUND_ASSIGN && !strcmp(inc->op, "+=") &&
+                ks_rt_refers_to(inc->kids[0], c) && is_int(inc->kids[1], 1)) ||
+               (is_bin(inc, "=") && ks_rt_refers_to(inc->kids[0], c) &&
+                is_bin(bare(inc->kids[1]), "+") &&
+                ((ks_rt_refers_to(bare(inc->kids[1])->kids[0], c) && is_int(bare(inc->kids[1])->kids[1], 1)) ||
+                 (ks_rt_refers_to(bare(inc->kids[1])->kids[1], c) && is_int(bare(inc->kids[1])->kids[0], 1))));
+  if (!step1)
+    return rows_fail(r, "a loop's step is not 1 ('%s')", rows_text(r, inc));
+  if (ks_rt_modified(body, c))
+    return rows_fail(r, "a loop assigns its column variable in its body");
+  /* start and end: every lane evaluates them, alike */
+  if (!rows_expr(r, start, NULL, NULL) || !rows_expr(r, end, NULL, NULL))
+    return false;
+  rows_loop *l = ks_arena_alloc(r->arena, sizeof *l);
+  l->loop = f;
+  l->stmt = stmt;
+  l->var = c;
+  l->start = start;
+  l->inc = inc;
+  loop_walk w = {r, l, body};
+  ks_anode_walk((ks_anode *)body, loop_visit, &w);
+  if (r->why)
+    return false;
+  /* an accumulator read for anything but its update carries a dependence */
+  for (size_t i = 0; i < l->accs.len; i++)
+    if (count_refs(r->arena, body, l->accs.items[i].var) != l->accs.items[i].refs)
+      return rows_fail(r, "'%s' is read in a column loop while it accumulates",
+                       l->accs.items[i].var->name);
+  *ks_array_push(r->arena, &r->loops) = l;
+  return true;
+}
+
+static bool rows_stmt(rows *r, const ks_anode *s);
+
+static bool rows_block(rows *r, const ks_anode *s) {
+  if (!s)
+    return true;
+  if (s->kind != KS_AK_COMPOUND)
+    return rows_stmt(r, s);
+  for (size_t i = 0; i < s->nkids; i++)
+    if (!rows_stmt(r, s->kids[i]))
+      return false;
+  return true;
+}
+
+/* A statement outside the column loops: every lane of the warp runs it
+ * with the same values (the row is the warp's, the accumulators are
+ * combined), so conditions and early returns keep the warp together. */
+static bool rows_stmt(rows *r, const ks_anode *s) {
+  switch (s->kind) {
+  case KS_AK_COMPOUND:
+    return rows_block(r, s);
+  case KS_AK_DECL_STMT:
+    for (size_t i = 0; i < s->nkids; i++) {
+      const ks_anode *v = s->kids[i];
+      if (v->kind == KS_AK_VAR && v != r->row_var && !rows_expr(r, ks_rt_var_init(v), NULL, NULL))
+        return false;
+    }
+    return true;
+  case KS_AK_IF:
+    return rows_expr(r, s->kids[0], NULL, NULL) && rows_block(r, s->kids[1]) &&
+           (s->nkids < 3 || rows_block(r, s->kids[2]));
+  case KS_AK_RETURN:
+    return s->nkids == 0 || rows_fail(r, "it returns a value");
+  case KS_AK_FOR:
+    return rows_loop_check(r, s, s);
+  case KS_AK_WHILE:
+  case KS_AK_DO:
+    return rows_fail(r, "it has a %s loop", s->kind == KS_AK_WHILE ? "while" : "do");
+  case KS_AK_BREAK:
+  case KS_AK_CONTINUE:
+    return rows_fail(r, "it has a break or continue outside a column loop");
+  case KS_AK_OTHER:
+    if (s->kind_name && !strcmp(s->kind_name, "NullStmt"))
+      return true;
+    if (s->nkids == 1 && s->kids[0] && s->kids[0]->kind == KS_AK_FOR)
+      return rows_loop_check(r, s->kids[0], s); /* #pragma unroll */
+    if (s->kind_name && strstr(s->kind_name, "Stmt"))
+      return rows_fail(r, "it has a %s", s->kind_name);
+    return rows_expr_stmt(r, s);
+  default:
+    return rows_expr_stmt(r, s);
+  }
+}
+
+/* Two lanes never touch one element where one of them writes it, and no
+ * lane reads what lane 0 alone writes: a buffer written in a column loop
+ * is accessed only in that loop, at the very address of the write (the
+ * same column, so the same lane); a buffer written outside the loops is
+ * accessed only by lane 0. Buffers are told apart by the pointer parameter
+ * they come from (separate buffers, as the judge allocates them). */
+static bool rows_dependences(rows *r) {
+  bool any_store = false;
+  for (size_t i = 0; i < r->access.len; i++)
+    any_store |= r->access.items[i].store;
+  for (size_t i = 0; i < r->access.len; i++) {
+    const rows_access *a = &r->access.items[i];
+    if (!a->root && (a->store || any_store))
+      return rows_fail(r, "it %s '%s', whose buffer the rule cannot trace", a->store ? "writes" : "reads",
+                       a->text);
+    if (!a->store)
+      continue;
+    if (has_prefix(a->root, "local "))
+      return rows_fail(r, "it writes the per-thread array element '%s'", a->text);
+    for (size_t j = 0; j < r->access.len; j++) {
+      const rows_access *b = &r->access.items[j];
+      if (j == i || !b->root || strcmp(a->root, b->root))
+        continue;
+      bool ok = a->loop ? b->loop == a->loop && !strcmp(a->key, b->key) : !b->loop && b->lane0;
+      if (!ok)
+        return rows_fail(r, "it writes '%s' and %s '%s'%s", a->text, b->store ? "writes" : "reads",
+                         b->text, a->loop ? " at another column or outside the loop" : "");
+    }
+  }
+  return true;
+}
+
+/* The row index: `row = blockIdx.x * blockDim.x + threadIdx.x` declared
+ * at the top of the kernel's body, the only place the kernel reads its
+ * thread coordinates. */
+static bool rows_find_row(rows *r) {
+  const ks_anode *body = r->k->body;
+  for (size_t i = 0; body && i < body->nkids && !r->row_var; i++) {
+    const ks_anode *s = body->kids[i];
+    if (s->kind != KS_AK_DECL_STMT)
+      continue;
+    for (size_t j = 0; j < s->nkids; j++) {
+      const ks_anode *init = ks_rt_var_init(s->kids[j]);
+      if (init && ks_rt_global_index(init, 'x', NULL)) {
+        r->row_var = s->kids[j];
+        r->row_init = init;
+        break;
+      }
+    }
+  }
+  if (!r->row_var)
+    return rows_fail(r, "it computes no row index 'blockIdx.x * blockDim.x + threadIdx.x' at the "
+                        "top of its body");
+  const char *decl = rows_text(r, r->row_var);
+  if (r->row_var->from_macro || r->row_init->from_macro)
+    return rows_fail(r, "its row index comes from a macro");
+  if (has_prefix(decl, "auto") || has_prefix(decl, "const auto"))
+    return rows_fail(r, "its row index is declared 'auto'");
+  if (!strchr(decl, '=') || strchr(decl, '{'))
+    return rows_fail(r, "its row index is not initialized with '='");
+  if (ks_rt_modified(body, r->row_var))
+    return rows_fail(r, "it changes its row index");
+  unsigned allowed[2] = {r->row_init->begin, r->row_init->end};
+  const char *problem = ks_rt_mapping_problem(r->arena, r->in, allowed, 1);
+  if (problem)
+    return rows_fail(r, "it %s", problem);
+  node_list all = collect(r->arena, body);
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    if (n->kind == KS_AK_DECL_REF && !n->decl && n->name && !strcmp(n->name, "blockDim") &&
+        !inside(n, r->row_init))
+      return rows_fail(r, "it reads blockDim outside its row index");
+  }
+  return true;
+}
+
+/* ---- warp_rows: the rewrite ---- */
+
+/* A sum that starts from a literal 0 declared right before the loop: its
+ * lanes can start from 0 as they are. Any other sum is set aside and added
+ * back after the warp's total, else each lane would count it once. */
+static bool sum_from_zero(rows *r, const rows_loop *l, const ks_anode *var) {
+  const ks_anode *stmt = var->parent; /* its DECL_STMT, in the loop's block */
+  if (var->kind != KS_AK_VAR || !stmt || stmt->parent != l->stmt->parent)
+    return false;
+  const ks_anode *init = bare_c(ks_rt_var_init(var));
+  bool zero = init && ((init->kind == KS_AK_INT_LITERAL && init->int_value == 0) ||
+                       (init->kind == KS_AK_FLOAT_LITERAL && strtod(rows_text(r, init), NULL) == 0.0));
+  if (!zero || stmt->end > l->stmt->begin)
+    return false;
+  node_list all = collect(r->arena, r->k->body);
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    if (n->kind == KS_AK_DECL_REF && n->decl == var && n->begin > stmt->end && n->begin < l->stmt->begin)
+      return false;
+  }
+  return true;
+}
+
+static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char *lane) {
+  const ks_rule_input *in = r->in;
+  ks_arena *arena = r->arena;
+  const char *unit = in->unit;
+  const ks_anode *f = l->stmt;
+  const char *indent = ks_rt_line_indent(arena, unit, f->begin);
+  bool braces = !f->parent || f->parent->kind != KS_AK_COMPOUND;
+  const char *off = ks_rt_fresh(arena, in->parent->source, "ks_off");
+
+  /* start + lane, step 32 */
+  const ks_anode *s = bare_c(l->start);
+  const char *start = is_int(l->start, 0)
+                          ? lane
+                          : ks_arena_printf(arena, "%s + %s",
+                                            s->kind == KS_AK_DECL_REF || s->kind == KS_AK_SUBSCRIPT ||
+                                                    s->kind == KS_AK_CALL || s->kind == KS_AK_MEMBER
+                                                ? rows_text(r, l->start)
+                                                : ks_arena_printf(arena, "(%s)", rows_text(r, l->start)),
+                                            lane);
+  ks_edits_add(arena, e, at(in, l->start->begin), at(in, l->start->end), start);
+  ks_edits_add(arena, e, at(in, l->inc->begin), at(in, l->inc->end),
+               ks_arena_printf(arena, "%s += 32", l->var->name));
+
+  ks_buf before = KS_BUF_INIT, after = KS_BUF_INIT;
+  if (braces)
+    ks_buf_adds(&before, "{ ");
+  for (size_t i = 0; i < l->accs.len; i++) {
+    const rows_acc *a = &l->accs.items[i];
+    const char *v = a->var->name;
+    const char *saved = NULL;
+    if (!a->fn && !sum_from_zero(r, l, a->var)) {
+      saved = ks_rt_fresh(arena, in->parent->source, ks_arena_printf(arena, "ks_%s_before", v));
+      ks_buf_addf(&before, "auto %s = %s;\n%s%s = 0;\n%s", saved, v, indent, v, indent);
+    }
+    /* The XOR butterfly: both lanes of each pair add the same two values,
+     * so every lane ends with the same bits. */
+    if (a->fn)
+      ks_buf_addf(&after, "\n%sfor (int %s = 16; %s > 0; %s >>= 1)\n%s%s = %s(%s, __shfl_xor_sync(0xffffffffu, %s, %s));",
+                  indent, off, off, off, deeper(arena, indent), v, a->fn, v, v, off);
+    else
+      ks_buf_addf(&after, "\n%sfor (int %s = 16; %s > 0; %s >>= 1) %s += __shfl_xor_sync(0xffffffffu, %s, %s);",
+                  indent, off, off, off, v, v, off);
+    if (saved)
+      ks_buf_addf(&after, "\n%s%s = %s + %s;", indent, v, saved, v);
+  }
+  if (braces)
+    ks_buf_adds(&after, " }");
+  if (before.len)
+    ks_edits_add(arena, e, at(in, begin_with_pragmas(unit, f->begin)),
+                 at(in, begin_with_pragmas(unit, f->begin)), ks_arena_strdup(arena, before.data));
+  if (after.len) {
+    unsigned end = stmt_end(unit, f);
+    ks_edits_add(arena, e, at(in, end), at(in, end), ks_arena_strdup(arena, after.data));
+  }
+  ks_buf_release(&before);
+  ks_buf_release(&after);
+}
+
+static const int warp_rows_choices[] = {128, 256, 512};
+
+static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
+                           ks_rule_result *out) {
+  if (param < 32 || param > 1024 || param % 32)
+    return ks_rt_not_applicable(arena, out, "its block size must be a multiple of 32 up to 1024, not %d",
+                                param);
+  rows r = {.arena = arena, .in = in, .k = in->ast};
+  if (!rows_find_row(&r) || !rows_block(&r, in->ast->body) || !rows_dependences(&r))
+    return ks_rt_not_applicable(arena, out, "%s", r.why);
+  if (!r.loops.len)
+    return ks_rt_not_applicable(arena, out, "it has no loop over a row's columns");
+  unsigned first = r.row_var->parent->begin;
+  if (first < in->variant_offset)
+    return ks_rt_not_applicable(arena, out, "its code is outside the variant");
+
+  ks_rule_policy p;
+  if (ks_rule_policy_read(ctx, arena, in->parent, &p))
+    return ks_rt_not_applicable(arena, out, "its launch policy: %s", ctx->error);
+  long long dims[4];
+  const char *yz[4] = {p.grid[1], p.grid[2], p.block[1], p.block[2]};
+  for (int d = 0; d < 4; d++)
+    if (ks_rule_eval(ctx, in, yz[d], &dims[d]))
+      return ks_rt_not_applicable(arena, out, "its launch does not evaluate at the timed size: %s",
+                                  ctx->error);
+  if (dims[0] * dims[1] * dims[2] * dims[3] != 1)
+    return ks_rt_not_applicable(arena, out, "its launch is not 1-D");
+
+  ks_edits e = {0};
+  const char *unit = in->unit;
+  const char *lane = ks_rt_fresh(arena, in->parent->source, "ks_lane");
+  const char *indent = ks_rt_line_indent(arena, unit, first);
+  /* One warp per row: whole warps share a row, so every warp is full
+   * (the block is a multiple of 32) and the row's bounds check sends
+   * whole warps home together. */
+  ks_edits_add(arena, &e, at(in, first), at(in, first),
+               ks_arena_printf(arena, "const int %s = threadIdx.x %% 32;  // one warp per row\n%s",
+                               lane, indent));
+  ks_edits_add(arena, &e, at(in, r.row_init->begin), at(in, r.row_init->end),
+               "((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / 32");
+  for (size_t i = 0; i < r.loops.len; i++)
+    rows_edit_loop(&r, &e, r.loops.items[i], lane);
+  /* Stores of per-row values: every lane has the same value; one writes. */
+  for (size_t i = 0; i < r.lane0.len; i++) {
+    const ks_anode *s = r.lane0.items[i];
+    const ks_anode *child;
+    const ks_anode *parent = ks_rt_up(s, &child);
+    bool braces = !parent || parent->kind != KS_AK_COMPOUND;
+    ks_edits_add(arena, &e, at(in, child->begin), at(in, child->begin),
+                 ks_arena_printf(arena, "%sif (%s == 0) ", braces ? "{ " : "", lane));
+    if (braces) {
+      unsigned end = stmt_end(unit, child);
+      ks_edits_add(arena, &e, at(in, end), at(in, end), " }");
+    }
+  }
+  /* A __launch_bounds__ below the new block would make the launch fail. */
+  const ks_anode *fn = in->ast->fn;
+  for (size_t i = 0; fn && i < fn->nkids; i++) {
+    const ks_anode *a = fn->kids[i];
+    if (a->kind != KS_AK_ATTR || !a->name || strcmp(a->name, "__launch_bounds__") ||
+        a->begin < in->variant_offset)
+      continue;
+    const char *text = rows_text(&r, a);
+    const char *open = strchr(text, '(');
+    const char *close = open ? ks_ctext_matching(open, text + strlen(text)) : NULL;
+    ks_strings args = {0};
+    if (close)
+      ks_ctext_split(arena, open + 1, close, &args);
+    ks_edits_add(arena, &e, at(in, a->begin), at(in, a->end),
+                 args.len > 1 ? ks_arena_printf(arena, "__launch_bounds__(%d, %s)", param, args.items[1])
+                              : ks_arena_printf(arena, "__launch_bounds__(%d)", param));
+  }
+  if (ks_rt_finish(ctx, in, arena, &e, ks_arena_printf(arena, "warp_rows=%d", param), out))
+    return -1;
+
+  /* 32 lanes for each thread the parent launched. */
+  const char *g = ks_rt_paren(arena, p.grid[0]), *b = ks_rt_paren(arena, p.block[0]);
+  p.grid[0] = ks_arena_printf(arena, "ceil_div(%s * %s * 32, %d)", g, b, param);
+  p.block[0] = ks_arena_printf(arena, "%d", param);
+  /* y and z only repeated the rows (the kernel reads no other coordinate) */
+  p.grid[1] = p.grid[2] = p.block[1] = p.block[2] = "1";
+  ks_rule_policy_write(arena, &p, &out->child);
+  /* Without a bounds check on the row, a partly used last block would run
+   * rows the parent never ran: only whole blocks then. */
+  bool bounded = false;
+  node_list all = collect(arena, in->ast->body);
+  for (size_t i = 0; i < all.len && !bounded; i++) {
+    const ks_anode *n = all.items[i];
+    bool cmp = n->kind == KS_AK_BINARY && n->nkids == 2 &&
+               (!strcmp(n->op, "<") || !strcmp(n->op, "<=") || !strcmp(n->op, ">") ||
+                !strcmp(n->op, ">="));
+    bounded = cmp && (ks_rt_refers_to(bare_c(n->kids[0]), r.row_var) ||
+                      ks_rt_refers_to(bare_c(n->kids[1]), r.row_var));
+  }
+  if (!bounded)
+    ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s * %s * 32 %% %d == 0", g, b, param));
   return 0;
 }
-const ks_rule ks_rule_warp_reduce = {"warp_reduce", "(not written yet)", false, NULL, 0, not_yet};
-const ks_rule ks_rule_warp_atomic = {"warp_atomic", "(not written yet)", false, NULL, 0, not_yet};
-const ks_rule ks_rule_warp_rows = {"warp_rows", "(not written yet)", false, NULL, 0, not_yet};
+
+const ks_rule ks_rule_warp_rows = {
+    "warp_rows",
+    "one warp per row instead of one thread: column loops stride by 32 lanes, sums and max/min "
+    "combined with warp shuffles; PARAM threads per block",
+    false,
+    warp_rows_choices,
+    sizeof warp_rows_choices / sizeof *warp_rows_choices,
+    apply_warp_rows};
+
+/* ==== warp_reduce ========================================================== */
+
+/* A block's tree reduction in shared memory:
+ *   for (s = 1; s < N; s *= 2) { if (tid % (2 * s) == 0) P[tid] += P[tid + s]; __syncthreads(); }
+ *   for (s = N / 2; s > 0; s >>= 1) { if (tid < s) P[tid] += P[tid + s]; __syncthreads(); }
+ * with N blockDim.x, a template value or a number, and += or max/min. */
+typedef struct tree_red {
+  const ks_anode *loop, *s;
+  const ks_anode *arr;     /* the __shared__ array */
+  const ks_anode *size;    /* N */
+  const ks_anode *tid_var; /* "unsigned tid = threadIdx.x", or NULL */
+  bool have_tid;
+  const char *fn;          /* max/min; NULL for a sum */
+} tree_red;
+
+/* threadIdx.x, or a variable that holds it; the same one throughout. */
+static bool red_tid(tree_red *t, const ks_kast *k, const ks_anode *n) {
+  n = bare_c(n);
+  const ks_anode *var = NULL;
+  if (!n)
+    return false;
+  if (n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_VAR) {
+    var = n->decl;
+    if (!ks_anode_is_builtin(bare_c(ks_rt_var_init(var)), "threadIdx", 'x') ||
+        ks_rt_modified(k->body, var))
+      return false;
+  } else if (!ks_anode_is_builtin(n, "threadIdx", 'x')) {
+    return false;
+  }
+  if (t->have_tid)
+    return t->tid_var == var;
+  t->have_tid = true;
+  t->tid_var = var;
+  return true;
+}
+
+static bool is_s(const tree_red *t, const ks_anode *n) {
+  return ks_rt_refers_to(bare_c(n), t->s);
+}
+
+/* 2 * s, s * 2, s << 1, s + s */
+static bool is_twice_s(const tree_red *t, const ks_anode *n) {
+  n = bare_c(n);
+  return ((is_bin(n, "*") && ((is_int(n->kids[0], 2) && is_s(t, n->kids[1])) ||
+                              (is_s(t, n->kids[0]) && is_int(n->kids[1], 2)))) ||
+          (is_bin(n, "<<") && is_s(t, n->kids[0]) && is_int(n->kids[1], 1)) ||
+          (is_bin(n, "+") && is_s(t, n->kids[0]) && is_s(t, n->kids[1])));
+}
+
+/* blockDim.x, a template value parameter or a number */
+static bool red_size(const ks_anode *n) {
+  n = bare_c(n);
+  return n && (ks_anode_is_builtin(n, "blockDim", 'x') || n->kind == KS_AK_INT_LITERAL ||
+               (n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_TEMPLATE_PARAM));
+}
+
+/* s doubles (interleaved) or halves */
+static bool red_step(const tree_red *t, const ks_anode *inc, bool doubling) {
+  inc = bare(inc);
+  if (!inc || inc->nkids != 2 || !is_s(t, inc->kids[0]))
+    return false;
+  const ks_anode *v = bare_c(inc->kids[1]);
+  if (inc->kind == KS_AK_COMPOUND_ASSIGN)
+    return doubling ? (!strcmp(inc->op, "*=") && is_int(v, 2)) || (!strcmp(inc->op, "<<=") && is_int(v, 1)) ||
+                          (!strcmp(inc->op, "+=") && is_s(t, v))
+                    : (!strcmp(inc->op, "/=") && is_int(v, 2)) || (!strcmp(inc->op, ">>=") && is_int(v, 1));
+  if (!is_bin(inc, "="))
+    return false;
+  return doubling ? is_twice_s(t, v)
+                  : (is_bin(v, "/") && is_s(t, v->kids[0]) && is_int(v->kids[1], 2)) ||
+                        (is_bin(v, ">>") && is_s(t, v->kids[0]) && is_int(v->kids[1], 1));
+}
+
+/* P[tid] with P __shared__; sets t->arr */
+static bool red_elem(tree_red *t, const ks_kast *k, const ks_anode *n, bool plus_s) {
+  n = bare(n);
+  if (!n || n->kind != KS_AK_SUBSCRIPT || n->nkids != 2)
+    return false;
+  const ks_anode *base = bare_c(n->kids[0]);
+  if (!base || base->kind != KS_AK_DECL_REF || !base->decl || !base->decl->shared_space ||
+      (t->arr && t->arr != base->decl))
+    return false;
+  t->arr = base->decl;
+  const ks_anode *i = bare_c(n->kids[1]);
+  if (!plus_s)
+    return red_tid(t, k, i);
+  return is_bin(i, "+") && ((red_tid(t, k, i->kids[0]) && is_s(t, i->kids[1])) ||
+                            (is_s(t, i->kids[0]) && red_tid(t, k, i->kids[1])));
+}
+
+/* P[tid] += P[tid + s], P[tid] = P[tid] + P[tid + s], P[tid] = max(P[tid], P[tid + s]) */
+static bool red_update(tree_red *t, const ks_kast *k, ks_arena *arena, const ks_anode *e) {
+  e = bare(e);
+  while (e && e->kind == KS_AK_COMPOUND && e->nkids == 1)
+    e = bare(e->kids[0]);
+  if (!e || e->nkids != 2 || !red_elem(t, k, e->kids[0], false))
+    return false;
+  if (e->kind == KS_AK_COMPOUND_ASSIGN)
+    return !strcmp(e->op, "+=") && red_elem(t, k, e->kids[1], true);
+  if (!is_bin(e, "="))
+    return false;
+  const ks_anode *v = bare(e->kids[1]);
+  if (v && v->kind == KS_AK_CALL && v->nkids == 2 && is_minmax(callee(arena, v)))
+    t->fn = callee(arena, v);
+  else if (!is_bin(v, "+"))
+    return false;
+  return (red_elem(t, k, v->kids[0], false) && red_elem(t, k, v->kids[1], true)) ||
+         (red_elem(t, k, v->kids[0], true) && red_elem(t, k, v->kids[1], false));
+}
+
+/* The loop's header, body and what follows it. */
+static bool red_match(tree_red *t, const ks_kast *k, ks_arena *arena, const ks_anode *f) {
+  const ks_anode *init = f->kids[0], *cond = bare(f->kids[1]), *body = f->kids[3];
+  if (!init || init->kind != KS_AK_DECL_STMT || init->nkids != 1 || !cond || !f->kids[2] || !body)
+    return false;
+  t->loop = f;
+  t->s = init->kids[0];
+  const ks_anode *start = bare_c(ks_rt_var_init(t->s));
+  if (!start)
+    return false;
+  bool interleaved = is_int(start, 1);
+  if (interleaved) {
+    if (!is_bin(cond, "<") || !is_s(t, cond->kids[0]) || !red_size(cond->kids[1]))
+      return false;
+    t->size = bare_c(cond->kids[1]);
+  } else {
+    if (!(is_bin(start, "/") && is_int(start->kids[1], 2)) && !(is_bin(start, ">>") && is_int(start->kids[1], 1)))
+      return false;
+    if (!red_size(start->kids[0]))
+      return false;
+    t->size = bare_c(start->kids[0]);
+    bool positive = ((is_bin(cond, ">") || is_bin(cond, "!=")) && is_s(t, cond->kids[0]) && is_int(cond->kids[1], 0)) ||
+                    (is_bin(cond, ">=") && is_s(t, cond->kids[0]) && is_int(cond->kids[1], 1)) ||
+                    (is_bin(cond, "<") && is_int(cond->kids[0], 0) && is_s(t, cond->kids[1]));
+    if (!positive)
+      return false;
+  }
+  if (!red_step(t, f->kids[2], interleaved))
+    return false;
+  if (body->kind != KS_AK_COMPOUND || body->nkids != 2)
+    return false;
+  const ks_anode *iff = body->kids[0], *sync = bare(body->kids[1]);
+  if (iff->kind != KS_AK_IF || iff->nkids != 2 || !sync || sync->kind != KS_AK_CALL ||
+      sync->nkids || strcmp(callee(arena, sync), "__syncthreads"))
+    return false;
+  const ks_anode *c = bare_c(iff->kids[0]);
+  bool cond_ok;
+  if (interleaved) {
+    /* tid % (2 * s) == 0, or tid & (2 * s - 1) */
+    const ks_anode *x = NULL;
+    if (is_bin(c, "==") && is_int(c->kids[1], 0))
+      x = bare_c(c->kids[0]);
+    else if (is_bin(c, "==") && is_int(c->kids[0], 0))
+      x = bare_c(c->kids[1]);
+    cond_ok = x && ((is_bin(x, "%") && red_tid(t, k, x->kids[0]) && is_twice_s(t, x->kids[1])) ||
+                    (is_bin(x, "&") && red_tid(t, k, x->kids[0]) && is_bin(bare_c(x->kids[1]), "-") &&
+                     is_twice_s(t, bare_c(x->kids[1])->kids[0]) && is_int(bare_c(x->kids[1])->kids[1], 1)));
+  } else {
+    cond_ok = (is_bin(c, "<") && red_tid(t, k, c->kids[0]) && is_s(t, c->kids[1])) ||
+              (is_bin(c, ">") && is_s(t, c->kids[0]) && red_tid(t, k, c->kids[1]));
+  }
+  return cond_ok && red_update(t, k, arena, iff->kids[1]);
+}
+
+/* After the loop the array is read at [0] only: the other elements hold
+ * partial sums that the rewrite does not reproduce. */
+static const char *red_after(const tree_red *t, ks_arena *arena, const ks_kast *k) {
+  node_list all = collect(arena, k->body);
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    if (n->kind != KS_AK_DECL_REF || n->decl != t->arr || n->begin < t->loop->end)
+      continue;
+    const ks_anode *child;
+    const ks_anode *p = ks_rt_up(n, &child);
+    if (!p || p->kind != KS_AK_SUBSCRIPT || p->nkids != 2 || p->kids[0] != child || !is_int(p->kids[1], 0))
+      return ks_anode_text(arena, k, p ? p : n);
+  }
+  return NULL;
+}
+
+static const char *red_step_text(ks_arena *arena, const char *fn, const char *v, const char *off) {
+  return fn ? ks_arena_printf(arena, "for (int %s = 16; %s > 0; %s >>= 1) %s = %s(%s, __shfl_down_sync(0xffffffffu, %s, %s));",
+                              off, off, off, v, fn, v, v, off)
+            : ks_arena_printf(arena, "for (int %s = 16; %s > 0; %s >>= 1) %s += __shfl_down_sync(0xffffffffu, %s, %s);",
+                              off, off, off, v, v, off);
+}
+
+static int apply_warp_reduce(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
+                             ks_rule_result *out) {
+  (void)param;
+  const ks_kast *k = in->ast;
+  node_list all = collect(arena, k->body);
+  tree_red t = {0};
+  bool found = false;
+  for (size_t i = 0; i < all.len && !found; i++) {
+    if (all.items[i]->kind != KS_AK_FOR)
+      continue;
+    memset(&t, 0, sizeof t);
+    found = red_match(&t, k, arena, all.items[i]);
+  }
+  if (!found)
+    return ks_rt_not_applicable(arena, out, "it has no shared-memory tree reduction ('for (s = 1; s < N; "
+                                            "s *= 2) { if (tid %% (2 * s) == 0) P[tid] += P[tid + s]; "
+                                            "__syncthreads(); }' or 'for (s = N / 2; s > 0; s >>= 1) ...')");
+  const ks_anode *f = t.loop;
+  if (f->from_macro || f->begin < in->variant_offset)
+    return ks_rt_not_applicable(arena, out, "its reduction loop comes from a macro");
+  for (const ks_anode *p = f->parent; p; p = p->parent)
+    if (p->kind == KS_AK_FOR || p->kind == KS_AK_WHILE || p->kind == KS_AK_DO)
+      return ks_rt_not_applicable(arena, out, "its reduction runs inside another loop");
+  const char *after = red_after(&t, arena, k);
+  if (after)
+    return ks_rt_not_applicable(arena, out, "after the reduction it reads '%s', not only element 0", after);
+
+  /* The block: a whole number of warps (full masks), a power of two (the
+   * tree's own condition), 1-D (tid is the thread's rank in the block). */
+  ks_rule_policy p;
+  if (ks_rule_policy_read(ctx, arena, in->parent, &p))
+    return ks_rt_not_applicable(arena, out, "its launch policy: %s", ctx->error);
+  long long bx, by, bz;
+  if (ks_rule_eval(ctx, in, p.block[0], &bx) || ks_rule_eval(ctx, in, p.block[1], &by) ||
+      ks_rule_eval(ctx, in, p.block[2], &bz))
+    return ks_rt_not_applicable(arena, out, "its launch does not evaluate at the timed size: %s", ctx->error);
+  if (by * bz != 1)
+    return ks_rt_not_applicable(arena, out, "its block is not 1-D");
+  if (bx % 32 || bx > 1024 || (bx & (bx - 1)))
+    return ks_rt_not_applicable(arena, out, "its block of %lld threads is not a power of two multiple of 32", bx);
+  const char *n_text = ks_anode_text(arena, k, t.size);
+  bool size_is_block = ks_anode_is_builtin(t.size, "blockDim", 'x');
+  if (t.size->kind == KS_AK_INT_LITERAL && t.size->int_value != bx)
+    return ks_rt_not_applicable(arena, out, "it reduces %s elements with a block of %lld threads", n_text, bx);
+
+  const char *unit = in->unit;
+  const char *src = in->parent->source;
+  const char *tid = t.tid_var ? t.tid_var->name : "threadIdx.x";
+  const char *arr = t.arr->name;
+  const char *v = ks_rt_fresh(arena, src, "ks_v"), *off = ks_rt_fresh(arena, src, "ks_off");
+  unsigned begin = begin_with_pragmas(unit, f->begin), end = stmt_end(unit, f);
+  const char *ind = ks_rt_line_indent(arena, unit, f->begin);
+  /* with a template value or a number, the block may not be N threads:
+   * the original loop stays for that case */
+  const char *i1 = size_is_block ? ind : deeper(arena, ind), *i2 = deeper(arena, i1);
+  const char *step = red_step_text(arena, t.fn, v, off);
+  ks_buf b = KS_BUF_INIT;
+  if (!size_is_block)
+    ks_buf_addf(&b, "if (blockDim.x == %s) {\n%s", n_text, i1);
+  ks_buf_addf(&b, "auto %s = %s[%s];\n", v, arr, tid);
+  ks_buf_addf(&b, "%s%s\n", i1, step);
+  ks_buf_addf(&b, "%s// Lane 0 of each warp keeps its warp's result in its own element, which no\n"
+                  "%s// other thread reads: no barrier is needed before the write.\n", i1, i1);
+  ks_buf_addf(&b, "%sif (%s %% 32 == 0) %s[%s] = %s;\n", i1, tid, arr, tid, v);
+  ks_buf_addf(&b, "%s__syncthreads();\n", i1);
+  ks_buf_addf(&b, "%sif (%s < 32) {\n", i1, tid);
+  if (t.fn)
+    ks_buf_addf(&b, "%s%s = %s[%s < %s / 32 ? %s * 32 : 0];\n", i2, v, arr, tid, n_text, tid);
+  else
+    ks_buf_addf(&b, "%s%s = %s < %s / 32 ? %s[%s * 32] : 0;\n", i2, v, tid, n_text, arr, tid);
+  ks_buf_addf(&b, "%s%s\n", i2, step);
+  ks_buf_addf(&b, "%sif (%s == 0) %s[0] = %s;\n", i2, tid, arr, v);
+  ks_buf_addf(&b, "%s}\n%s__syncthreads();", i1, i1);
+  if (!size_is_block) {
+    const char *orig = ks_arena_strndup(arena, unit + begin, end - begin);
+    ks_buf_addf(&b, "\n%s} else {\n%s%s\n%s}", ind, i1,
+                ks_rt_indent_more(arena, orig, strchr(ind, '\t') ? "\t" : "    "), ind);
+  }
+  ks_edits e = {0};
+  ks_edits_add(arena, &e, at(in, begin), at(in, end), ks_arena_strdup(arena, b.data));
+  ks_buf_release(&b);
+  if (ks_rt_finish(ctx, in, arena, &e, "warp_reduce", out))
+    return -1;
+  /* a number was checked above */
+  if (strspn(p.block[0], "0123456789") != strlen(p.block[0])) {
+    const char *pb = ks_rt_paren(arena, p.block[0]);
+    ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s %% 32 == 0", pb));
+    ks_rule_require(arena, &out->child, ks_arena_printf(arena, "is_pow2(%s)", p.block[0]));
+  }
+  if (strcmp(p.block[1], "1") || strcmp(p.block[2], "1"))
+    ks_rule_require(arena, &out->child,
+                    ks_arena_printf(arena, "%s * %s == 1", ks_rt_paren(arena, p.block[1]),
+                                    ks_rt_paren(arena, p.block[2])));
+  return 0;
+}
+
+const ks_rule ks_rule_warp_reduce = {
+    "warp_reduce",
+    "a shared-memory tree reduction of a block (sum, max or min into element 0) becomes warp "
+    "shuffles: one value per warp in shared memory, then one warp reduces those",
+    false,
+    NULL,
+    0,
+    apply_warp_reduce};
+
+/* ==== warp_atomic ========================================================== */
+
+/* Same value in every lane of a warp: numbers, parameters never assigned,
+ * blockIdx/blockDim/gridDim, local variables set once from those,
+ * addresses of __shared__ and global variables, and arithmetic on them. No
+ * loads: a value read from memory may differ between lanes. */
+static bool uniform(const ks_kast *k, const ks_anode *n, int depth) {
+  n = bare_c(n);
+  if (!n || depth > 16)
+    return false;
+  switch (n->kind) {
+  case KS_AK_INT_LITERAL:
+  case KS_AK_FLOAT_LITERAL:
+    return true;
+  case KS_AK_DECL_REF: {
+    const ks_anode *d = n->decl;
+    if (!d)
+      return n->name && strcmp(n->name, "threadIdx");
+    if (d->kind == KS_AK_TEMPLATE_PARAM)
+      return true;
+    if (d->kind == KS_AK_PARAM)
+      return !ks_rt_modified(k->body, d);
+    if (d->kind != KS_AK_VAR)
+      return false;
+    if (d->shared_space)
+      return !ks_rt_modified(k->body, d);
+    if (d->type && strchr(d->type, '['))
+      return false; /* a per-thread array */
+    return !ks_rt_modified(k->body, d) && uniform(k, ks_rt_var_init(d), depth + 1);
+  }
+  case KS_AK_MEMBER:
+    return ks_anode_is_builtin(n, "blockIdx", 0) || ks_anode_is_builtin(n, "blockDim", 0) ||
+           ks_anode_is_builtin(n, "gridDim", 0);
+  case KS_AK_BINARY:
+    return n->nkids == 2 && strcmp(n->op, "=") && uniform(k, n->kids[0], depth + 1) &&
+           uniform(k, n->kids[1], depth + 1);
+  case KS_AK_UNARY: {
+    if (n->nkids != 1)
+      return false;
+    if (!strcmp(n->op, "&")) {
+      const ks_anode *o = bare(n->kids[0]);
+      if (o && o->kind == KS_AK_SUBSCRIPT && o->nkids == 2)
+        return uniform(k, o->kids[0], depth + 1) && uniform(k, o->kids[1], depth + 1);
+      return o && o->kind == KS_AK_DECL_REF && (!o->decl || o->decl->shared_space);
+    }
+    return (!strcmp(n->op, "-") || !strcmp(n->op, "+") || !strcmp(n->op, "!") || !strcmp(n->op, "~")) &&
+           uniform(k, n->kids[0], depth + 1);
+  }
+  case KS_AK_CONDITIONAL:
+    return n->nkids == 3 && uniform(k, n->kids[0], depth + 1) && uniform(k, n->kids[1], depth + 1) &&
+           uniform(k, n->kids[2], depth + 1);
+  default:
+    return false;
+  }
+}
+
+/* The type atomicAdd adds: the pointee of its first argument. */
+static const char *atomic_type(ks_arena *arena, const ks_anode *p) {
+  const char *t = NULL;
+  p = bare(p);
+  if (p->type && strchr(p->type, '*') && !strstr(p->type, "dependent"))
+    t = ks_arena_strndup(arena, p->type, (size_t)(strrchr(p->type, '*') - p->type));
+  else if (p->kind == KS_AK_DECL_REF && p->decl && p->decl->pointee)
+    t = p->decl->pointee;
+  else if (is_op(p, KS_AK_UNARY, "&") && bare(p->kids[0])->kind == KS_AK_SUBSCRIPT) {
+    const ks_anode *base = bare_c(bare(p->kids[0])->kids[0]);
+    const ks_anode *d = base && base->kind == KS_AK_DECL_REF ? base->decl : NULL;
+    if (d && d->pointee)
+      t = d->pointee;
+    else if (d && d->type && strchr(d->type, '['))
+      t = ks_arena_strndup(arena, d->type, strcspn(d->type, "["));
+  }
+  if (!t)
+    return NULL;
+  char *s = ks_arena_strdup(arena, t);
+  for (;;) { /* "const unsigned int " -> "unsigned int" */
+    size_t n = strlen(s);
+    while (n && s[n - 1] == ' ')
+      s[--n] = '\0';
+    if (has_prefix(s, "const "))
+      memmove(s, s + 6, strlen(s + 6) + 1);
+    else if (has_prefix(s, "volatile "))
+      memmove(s, s + 9, strlen(s + 9) + 1);
+    else
+      return s;
+  }
+}
+
+/* Does an enclosing `if` let one thread alone through (tid == 0)? Then
+ * there is nothing to combine. */
+static bool is_thread_index(const ks_kast *k, const ks_anode *n) {
+  n = bare_c(n);
+  if (ks_anode_is_builtin(n, "threadIdx", 0))
+    return true;
+  return n && n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_VAR &&
+         !ks_rt_modified(k->body, n->decl) && ks_anode_is_builtin(bare_c(ks_rt_var_init(n->decl)), "threadIdx", 0);
+}
+
+static bool one_thread(const ks_kast *k, const ks_anode *cond) {
+  cond = bare_c(cond);
+  if (is_bin(cond, "&&"))
+    return one_thread(k, cond->kids[0]) || one_thread(k, cond->kids[1]);
+  return is_bin(cond, "==") && ((is_thread_index(k, cond->kids[0]) && uniform(k, cond->kids[1], 0)) ||
+                                (is_thread_index(k, cond->kids[1]) && uniform(k, cond->kids[0], 0)));
+}
+
+static bool single_thread(const ks_kast *k, const ks_anode *call) {
+  const ks_anode *n = call;
+  for (const ks_anode *p = n->parent; p; n = p, p = p->parent)
+    if (p->kind == KS_AK_IF && p->nkids >= 2 && p->kids[1] == n && one_thread(k, p->kids[0]))
+      return true;
+  return false;
+}
+
+/* The reduction of `val` over the lanes in `mask` (all of them hold the
+ * result): one instruction for 32-bit integers on sm_80 and later, else a
+ * butterfly for a full warp and a walk over the lanes otherwise. */
+static void atomic_sum(ks_buf *b, ks_arena *arena, const char *src, const char *type, const char *val,
+                       const char *mask, bool may_be_full, const char *ind) {
+  const char *i1 = deeper(arena, ind);
+  const char *sum = ks_rt_fresh(arena, src, "ks_sum"), *m = ks_rt_fresh(arena, src, "ks_m");
+  const char *off = ks_rt_fresh(arena, src, "ks_off");
+  bool int32 = !strcmp(type, "int") || !strcmp(type, "unsigned int") || !strcmp(type, "unsigned");
+  if (int32)
+    ks_buf_addf(b, "#if __CUDA_ARCH__ >= 800\n%s%s = __reduce_add_sync(%s, %s);\n#else\n", ind, val, mask, val);
+  const char *in = may_be_full ? i1 : ind;
+  if (may_be_full)
+    ks_buf_addf(b, "%sif (%s == 0xffffffffu) {\n%sfor (int %s = 16; %s > 0; %s >>= 1) "
+                   "%s += __shfl_xor_sync(0xffffffffu, %s, %s);\n%s} else {\n",
+                ind, mask, i1, off, off, off, val, val, off, ind);
+  ks_buf_addf(b, "%s%s %s = 0;\n", in, type, sum);
+  ks_buf_addf(b, "%sfor (unsigned %s = %s; %s; %s &= %s - 1) %s += __shfl_sync(%s, %s, __ffs(%s) - 1);\n",
+              in, m, mask, m, m, m, sum, mask, val, m);
+  ks_buf_addf(b, "%s%s = %s;\n", in, val, sum);
+  if (may_be_full)
+    ks_buf_addf(b, "%s}\n", ind);
+  if (int32)
+    ks_buf_adds(b, "#endif\n");
+}
+
+/* Why one atomicAdd cannot be combined, or NULL; *text its replacement. */
+static const char *atomic_site(const ks_rule_input *in, ks_arena *arena, const ks_anode *call,
+                               const char **text) {
+  const ks_kast *k = in->ast;
+  const char *src = in->parent->source;
+  if (call->nkids != 2)
+    return "it calls atomicAdd with other than two arguments";
+  if (call->from_macro || call->begin < in->variant_offset)
+    return "its atomicAdd comes from a macro";
+  if (!is_expr_stmt(call))
+    return "it uses the value atomicAdd returns";
+  if (single_thread(k, call))
+    return "one thread of a block does its atomicAdd (nothing to combine)";
+  const char *type = atomic_type(arena, call->kids[0]);
+  if (!type || (!is_template_type(k, type) && strcmp(type, "int") && strcmp(type, "unsigned int") &&
+                strcmp(type, "unsigned") && strcmp(type, "unsigned long long") &&
+                strcmp(type, "unsigned long long int") && strcmp(type, "float") && strcmp(type, "double")))
+    return ks_arena_printf(arena, "its atomicAdd adds to a %s, not an int, unsigned, unsigned long long, "
+                                  "float or double",
+                           type ? type : "type it cannot tell");
+  bool same_address = uniform(k, call->kids[0], 0), same_value = uniform(k, call->kids[1], 0);
+  const char *addr = ks_anode_text(arena, k, call->kids[0]), *value = ks_anode_text(arena, k, call->kids[1]);
+  const char *ind = ks_rt_line_indent(arena, in->unit, call->begin), *i1 = deeper(arena, ind);
+  const char *mask = ks_rt_fresh(arena, src, "ks_mask"), *lane = ks_rt_fresh(arena, src, "ks_lane");
+  const char *val = ks_rt_fresh(arena, src, "ks_val");
+  ks_buf b = KS_BUF_INIT;
+  /* The lanes here now: a partial warp, or one that diverged, combines
+   * only what its active lanes add. */
+  ks_buf_addf(&b, "{\n%sconst unsigned %s = __activemask();\n", i1, mask);
+  ks_buf_addf(&b, "%sconst unsigned %s = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
+                  "threadIdx.z)) %% 32;\n", i1, lane);
+  const char *group = mask, *target = addr;
+  if (!same_address) {
+    /* lanes with the same address form a group; its lowest lane adds */
+    const char *ptr = ks_rt_fresh(arena, src, "ks_ptr");
+    group = ks_rt_fresh(arena, src, "ks_peers");
+    target = ptr;
+    ks_buf_addf(&b, "%sauto %s = %s;\n", i1, ptr, addr);
+    ks_buf_addf(&b, "%sconst unsigned %s = __match_any_sync(%s, (unsigned long long)%s);\n", i1, group,
+                mask, ptr);
+  }
+  if (same_value) {
+    ks_buf_addf(&b, "%sif (%s == __ffs(%s) - 1) atomicAdd(%s, (%s)(%s) * (%s)__popc(%s));\n", i1, lane,
+                group, target, type, value, type, group);
+  } else {
+    ks_buf_addf(&b, "%s%s %s = %s;\n", i1, type, val, value);
+    atomic_sum(&b, arena, src, type, val, group, same_address, i1);
+    ks_buf_addf(&b, "%sif (%s == __ffs(%s) - 1) atomicAdd(%s, %s);\n", i1, lane, group, target, val);
+  }
+  ks_buf_addf(&b, "%s}", ind);
+  *text = ks_arena_strdup(arena, b.data);
+  ks_buf_release(&b);
+  return NULL;
+}
+
+static int apply_warp_atomic(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
+                             ks_rule_result *out) {
+  (void)param;
+  node_list all = collect(arena, in->ast->body);
+  const char *why = NULL;
+  ks_edits e = {0};
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    if (n->kind != KS_AK_CALL)
+      continue;
+    const char *name = callee(arena, n);
+    if (!strcmp(name, "__activemask") || has_prefix(name, "__match_any"))
+      return ks_rt_not_applicable(arena, out, "it already groups lanes with %s", name);
+  }
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    if (n->kind != KS_AK_CALL || strcmp(callee(arena, n), "atomicAdd"))
+      continue;
+    const char *text = NULL;
+    const char *problem = atomic_site(in, arena, n, &text);
+    if (problem) {
+      why = why ? why : problem;
+      continue;
+    }
+    ks_edits_add(arena, &e, at(in, n->begin), at(in, stmt_end(in->unit, n)), text);
+  }
+  if (!e.len)
+    return ks_rt_not_applicable(arena, out, "%s", why ? why : "it has no atomicAdd");
+  return ks_rt_finish(ctx, in, arena, &e, "warp_atomic", out);
+}
+
+const ks_rule ks_rule_warp_atomic = {
+    "warp_atomic",
+    "warp-aggregated atomicAdd: the lanes that add to one address (the whole warp, or a group "
+    "found with __match_any_sync) add among themselves, and one lane does the atomic",
+    false,
+    NULL,
+    0,
+    apply_warp_atomic};

@@ -14,9 +14,19 @@ int ks_target_open(ks_ctx *ctx, const ks_scan_options *opts, const char *name, k
     return -1;
   }
   t->have_scan = true;
-  if (ks_scan_lookup(ctx, &t->scan, name, &t->kernel))
+  const ks_kernel *k;
+  if (ks_scan_lookup(ctx, &t->scan, name, &k))
     return -1;
-  const ks_kernel *k = t->kernel;
+  return ks_target_open_kernel(ctx, opts, NULL, k, arena, t);
+}
+
+int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
+                          const ks_kernel *k, ks_arena *arena, ks_target *t) {
+  if (scan) {
+    memset(t, 0, sizeof *t);
+    t->scan = *scan; /* borrowed: have_scan stays false */
+  }
+  t->kernel = k;
   int found = ks_spec_find(ctx, &t->scan, k, arena, &t->spec);
   if (found < 0)
     return -1;

@@ -15,6 +15,11 @@
  * evaluation. A variant written without its evaluation (killed in between)
  * is found by ks_store_variants and evaluated again.
  *
+ * Several processes: `status` may read (ks_store_open_readonly) while
+ * `optimize` writes; two writers take turns (each write waits up to 10 s
+ * for the other's) and never corrupt the file. docs/store.md has the
+ * tables, the crash-safety argument and example queries.
+ *
  * Ownership: a ks_store is opened and closed by its caller; rows returned by
  * queries live in the arena the caller passes. A store is used from one
  * thread. */
@@ -39,6 +44,14 @@ int ks_store_open_readonly(ks_ctx *ctx, const char *dir, ks_store **out);
 void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);
 
+/* The schema version this code writes (PRAGMA user_version; docs/store.md). */
+enum { KS_STORE_SCHEMA_VERSION = 1 };
+
+/* Checks the whole file: SQLite's integrity check, every foreign key, and
+ * every evaluation's JSON parsing. *problem is NULL when all is well, else
+ * the first problem found (in `a`); -1 only when the check cannot run. */
+int ks_store_check(ks_ctx *ctx, ks_store *s, ks_arena *a, const char **problem);
+
 /* ---- runs ---- */
 typedef struct ks_run_row {
   long long id;
@@ -54,7 +67,10 @@ typedef struct ks_run_row {
 } ks_run_row;
 typedef KS_ARRAY(ks_run_row) ks_run_rows;
 
+/* Adds a run: r's id, started, finished and status are set by the store
+ * (status "running"). */
 int ks_store_run_begin(ks_ctx *ctx, ks_store *s, const ks_run_row *r, long long *id);
+/* status NULL: "done". */
 int ks_store_run_finish(ks_ctx *ctx, ks_store *s, long long run, const char *status);
 /* Marks a run running again (resume). */
 int ks_store_run_reopen(ks_ctx *ctx, ks_store *s, long long run);
@@ -82,6 +98,8 @@ typedef KS_ARRAY(ks_kernel_row) ks_kernel_rows;
 /* Adds a kernel to a run, or returns the id it already has in that run
  * (same name): resume finds its kernels again. */
 int ks_store_kernel_put(ks_ctx *ctx, ks_store *s, const ks_kernel_row *k, long long *id);
+/* status NULL keeps the current one; baseline_ms 0 keeps the current one;
+ * note is set as given (NULL clears it). */
 int ks_store_kernel_update(ks_ctx *ctx, ks_store *s, long long kernel, const char *status,
                            const char *note, double baseline_ms);
 int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_kernel_rows *out);
@@ -102,6 +120,8 @@ typedef struct ks_variant_row {
   bool evaluated;
   ks_verdict verdict;
   double speedup;          /* 0 unless FAST/SAME/SLOW */
+  double speedup_low;      /* its 95% interval's low end; 0 likewise */
+  const char *reason;      /* the verdict's one line */
   double median_ms;
   int registers;
   double bw_fraction;
@@ -124,13 +144,24 @@ int ks_store_variants(ks_ctx *ctx, ks_store *s, long long kernel, ks_arena *a,
  * quote the user's source; it goes to the terminal only). */
 int ks_store_eval_put(ks_ctx *ctx, ks_store *s, long long kernel, long long variant,
                       const ks_eval *e);
-/* The evaluation's JSON document, or NULL when the variant has none. */
+/* The evaluation's JSON document (the newest, when a variant was judged
+ * again; ks_eval_json.h's members, complete), or NULL when the variant has
+ * none. */
 int ks_store_eval_json(ks_ctx *ctx, ks_store *s, long long variant, ks_arena *a,
                        const char **out);
-/* Counts for status and budgets. */
+/* The whole evaluation back (every field but compile_log; strings and
+ * arrays in `a`): the newest of `variant`, or with variant 0 the newest
+ * baseline of `kernel`. *found false when there is none. */
+int ks_store_eval_get(ks_ctx *ctx, ks_store *s, long long kernel, long long variant,
+                      ks_arena *a, ks_eval *out, bool *found);
+/* Counts for status and budgets: the evaluations of variants in a run
+ * (baselines are not counted). */
 int ks_store_eval_count(ks_ctx *ctx, ks_store *s, long long run, long long *out);
 
 /* ---- optimization memory (used by the LLM proposer) ---- */
+/* Notes of a kind ("lesson", "summary", ...) about a kernel; kernel 0: about
+ * every kernel. ks_store_memory returns them oldest first; kind NULL: every
+ * kind. */
 int ks_store_memory_put(ks_ctx *ctx, ks_store *s, long long kernel, const char *kind,
                         const char *text);
 int ks_store_memory(ks_ctx *ctx, ks_store *s, long long kernel, const char *kind, ks_arena *a,
@@ -147,5 +178,13 @@ typedef struct ks_llm_call_row {
   const char *status;      /* "ok", "error: ..." (no key, ever) */
 } ks_llm_call_row;
 int ks_store_llm_call_put(ks_ctx *ctx, ks_store *s, const ks_llm_call_row *c);
+/* What a run's LLM calls added up to (for status and a cost budget);
+ * kernel 0: every kernel of the run. */
+typedef struct ks_llm_usage {
+  long long calls, prompt_tokens, response_tokens;
+  double seconds, cost;
+} ks_llm_usage;
+int ks_store_llm_usage(ks_ctx *ctx, ks_store *s, long long run, long long kernel,
+                       ks_llm_usage *out);
 
 #endif

@@ -1,3 +1,70 @@
 #!/usr/bin/env bash
-# not written yet
-exit 0
+# Golden tests of the rules proposer: for every kernel of testdata/apps and
+# every rule, `kernelsmith-cc rewrite KERNEL --rule RULE` (the rule's first
+# choice that applies) is diffed with testdata/rules/expected/KERNEL.RULE.cu.txt;
+# for a rule that does not apply, that file holds the one-line reason.
+#
+#   KS_UPDATE_GOLDEN=1   rewrite the expected files instead of failing
+#   KS_GOLDEN_RULES=a,b  only these rules (to regenerate one rule's files)
+#
+# usage: golden_rules.sh KERNELSMITH_CC TESTDATA
+set -u
+bin=$(realpath "$1") data=$(realpath "$2")
+expected_dir=$data/rules/expected
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+rules=$("$bin" rewrite --list | awk 'NR > 1 { print $1 }')
+if [ -n "${KS_GOLDEN_RULES:-}" ]; then
+  wanted=" ${KS_GOLDEN_RULES//,/ } "
+  rules=$(for r in $rules; do case "$wanted" in *" $r "*) echo "$r" ;; esac; done)
+  for r in ${KS_GOLDEN_RULES//,/ }; do
+    case " $(echo $rules) " in *" $r "*) ;; *) echo "golden_rules: no rule '$r'"; exit 2 ;; esac
+  done
+fi
+
+# Kernels and the app directory each is in, from the scan's long form.
+kernels=$(cd "$data/apps" && "$bin" --color=never -q scan --long --no-compdb . 2>/dev/null |
+  awk '/^kernel / { name = $2; sub(/\(.*/, "", name) }
+       /^  at / { dir = $2; sub(/\/.*/, "", dir); print name, dir }')
+[ -n "$kernels" ] || { echo "golden_rules: no kernels found under $data/apps"; exit 1; }
+
+# One job per kernel and rule, a few at a time: each rescans its app.
+jobs=$(nproc 2>/dev/null || echo 2)
+run_one() { # kernel dir rule
+  local out=$work/$1.$3
+  if (cd "$data/apps" && "$bin" --color=never -q rewrite --no-compdb "$1" --rule "$3" "$2") \
+      >"$out.stdout" 2>"$out.stderr"; then
+    cp "$out.stdout" "$out.actual"
+  else
+    # The reason alone: other messages (the scan's warnings) are not part of it.
+    grep '^rewrite: ' "$out.stderr" >"$out.actual" || cp "$out.stderr" "$out.actual"
+  fi
+}
+while read -r kernel dir; do
+  for rule in $rules; do
+    run_one "$kernel" "$dir" "$rule" &
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  done
+done <<<"$kernels"
+wait
+
+pass=0 fail=0
+while read -r kernel dir; do
+  for rule in $rules; do
+    expected=$expected_dir/$kernel.$rule.cu.txt actual=$work/$kernel.$rule.actual
+    if [ "${KS_UPDATE_GOLDEN:-}" = 1 ]; then
+      mkdir -p "$expected_dir"
+      cp "$actual" "$expected"
+    fi
+    if [ -f "$expected" ] && diff -u "$expected" "$actual"; then
+      pass=$((pass + 1))
+    else
+      [ -f "$expected" ] || echo "missing: $expected"
+      echo "FAIL: $kernel $rule"
+      fail=$((fail + 1))
+    fi
+  done
+done <<<"$kernels"
+echo "golden_rules: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

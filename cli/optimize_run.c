@@ -1,0 +1,449 @@
+/* optimize_run: scan -> targets -> compile -> (GPU) search per kernel ->
+ * winners and the report. See cmd_optimize.c for the command line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ks_cli.h"
+#include "ks_compile.h"
+#include "ks_optimize_report.h"
+#include "ks_rules.h"
+#include "ks_specs.h"
+#include "ks_target.h"
+#include "ks_variant_file.h"
+#include "optimize_run.h"
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct kjob {
+  const ks_kernel *kernel;
+  ks_target target;
+  bool ready;              /* sliced, spec resolved, compiled */
+  ks_outcome *outcome;     /* set once every kernel is listed (the array grows) */
+  long long store_id;
+} kjob;
+
+static bool selected(const optimize_job *job, const ks_kernel *k) {
+  if (!job->kernels->len)
+    return true;
+  for (size_t i = 0; i < job->kernels->len; i++)
+    if (ks_spec_names_kernel(job->kernels->items[i], k))
+      return true;
+  return false;
+}
+
+static const char *safe_name(ks_arena *a, const char *name) {
+  char *s = ks_arena_strdup(a, name);
+  for (char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '-' || *p == '.'))
+      *p = '_';
+  return s;
+}
+
+/* Written to a temporary file and renamed, so a kill never leaves half a
+ * winner behind. */
+static const char *write_winner(ks_ctx *ctx, const char *store_dir, const ks_node *best,
+                                const char *kernel, ks_arena *a) {
+  const char *dir = ks_arena_printf(a, "%s/winners", store_dir);
+  if (mkdir(dir, 0777) && errno != EEXIST) {
+    ks_warn(ctx, "cannot create %s: %s", dir, strerror(errno));
+    return NULL;
+  }
+  const char *path = ks_arena_printf(a, "%s/%s.cu", dir, safe_name(a, kernel));
+  const char *tmp = ks_arena_printf(a, "%s.tmp.%d", path, (int)getpid());
+  ks_variant v = best->variant;
+  const char *text = ks_variant_format(a, &v, best->techniques);
+  FILE *f = fopen(tmp, "w");
+  if (!f || fputs(text, f) < 0 || fclose(f)) {
+    ks_warn(ctx, "cannot write %s: %s", tmp, strerror(errno));
+    unlink(tmp);
+    return NULL;
+  }
+  if (rename(tmp, path)) {
+    ks_warn(ctx, "cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    return NULL;
+  }
+  return path;
+}
+
+/* Compiles every ready kernel's slice with NVRTC (no GPU needed): what a
+ * machine without one can still check. */
+static void compile_without_gpu(optimize_job *job, kjob *kj, size_t n, ks_arena *a) {
+  ks_compiler comp;
+  const char *cache = ks_arena_printf(a, "%s/cache", job->store_dir);
+  if (ks_compiler_init(job->ctx, &comp, "sm_90", cache)) {
+    for (size_t i = 0; i < n; i++)
+      if (kj[i].ready) {
+        kj[i].ready = false;
+        kj[i].outcome->status = "failed";
+        kj[i].outcome->note = ks_arena_strdup(a, job->ctx->error);
+      }
+    return;
+  }
+  ks_compile_unit *units = ks_arena_alloc(a, (n + 1) * sizeof *units);
+  size_t *which = ks_arena_alloc(a, (n + 1) * sizeof *which);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!kj[i].ready)
+      continue;
+    ks_subject *s = &kj[i].target.subject;
+    units[m] = (ks_compile_unit){.name = ks_arena_printf(a, "%s.cu", s->kernel),
+                                 .source = s->slice_source,
+                                 .name_expressions = &s->name_expression,
+                                 .nnames = 1};
+    which[m++] = i;
+  }
+  ks_compile_result *r = ks_arena_alloc(a, (m + 1) * sizeof *r);
+  if (m && ks_compile(job->ctx, &comp, units, m, a, r)) {
+    ks_compiler_release(&comp);
+    return;
+  }
+  for (size_t i = 0; i < m; i++)
+    if (r[i].status != KS_COMPILE_OK) {
+      kjob *k = &kj[which[i]];
+      k->ready = false;
+      k->outcome->status = "failed";
+      k->outcome->note = ks_arena_printf(a, "the original does not compile with NVRTC: %s",
+                                         r[i].reason);
+    }
+  ks_compiler_release(&comp);
+}
+
+/* A kernel a resumed run had finished: its outcome from the store. */
+static int outcome_from_store(optimize_job *job, kjob *k, const ks_kernel_row *row,
+                              ks_arena *a) {
+  ks_variant_rows vars = {0};
+  if (ks_store_variants(job->ctx, job->store, k->store_id, a, &vars))
+    return -1;
+  ks_outcome *o = k->outcome;
+  o->baseline_ms = o->best_ms = row->baseline_ms;
+  o->speedup = 1;
+  o->verdict = "-";
+  o->techniques = "";
+  o->status = "no faster variant";
+  for (size_t i = 0; i < vars.len; i++) {
+    const ks_variant_row *v = &vars.items[i];
+    o->evaluated += v->evaluated;
+    if (v->evaluated && v->verdict == KS_VERDICT_FAST && v->speedup > o->speedup) {
+      o->speedup = v->speedup;
+      o->best_ms = v->median_ms;
+      o->bw_fraction = v->bw_fraction;
+      o->techniques = v->techniques;
+      o->verdict = "FAST";
+      o->variant_id = v->id;
+      o->status = "optimized";
+    }
+  }
+  return 0;
+}
+
+static const char *device_text(ks_arena *a, const ks_judge *j) {
+  return ks_arena_printf(a, "%s, driver %s", j->device.name,
+                         *j->device.driver ? j->device.driver : "?");
+}
+
+static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double seconds,
+                         ks_progress_line *progress, ks_arena *a) {
+  ks_ctx *ctx = job->ctx;
+  ks_outcome *o = k->outcome;
+  ks_variant seed;
+  bool is_template = false;
+  if (ks_rules_seed(ctx, &k->target, a, &seed, &is_template))
+    return -1;
+  seed.file = ks_arena_printf(a, "%s.variant.cu", k->target.subject.kernel);
+
+  ks_rules_proposer rp = {.target = &k->target, .tuning_only = job->tuning};
+  ks_judge_evaluator je = {.judge = judge, .target = &k->target};
+  ks_proposer proposer = ks_rules_proposer_make(&rp);
+  ks_evaluator evaluator = job->standin ? ks_standin_evaluator() : ks_judge_evaluator_make(&je);
+  if (judge) {
+    rp.sm_count = (unsigned)judge->device.sm_count;
+  }
+  ks_search s = {.ctx = ctx, .kernel = k->target.subject.kernel, .opts = job->search,
+                 .proposer = &proposer, .evaluator = &evaluator, .store = job->store,
+                 .store_kernel = k->store_id, .seed = &seed, .seed_is_template = is_template,
+                 .progress = ks_progress_update, .progress_arg = progress,
+                 .interrupted = job->interrupted};
+  s.opts.max_seconds = seconds;
+  if (job->resume_run) {
+    ks_kernel_rows rows = {0};
+    if (ks_store_kernels(ctx, job->store, job->resume_run, a, &rows))
+      return -1;
+    for (size_t i = 0; i < rows.len; i++)
+      if (rows.items[i].id == k->store_id)
+        s.baseline_ms = rows.items[i].baseline_ms;
+  }
+  ks_search_result r;
+  int rc = ks_search_run(&s, a, &r);
+  ks_progress_end(progress);
+  ks_rules_proposer_release(&rp);
+  if (rc)
+    return -1;
+  o->baseline_ms = r.baseline_ms;
+  o->best_ms = r.baseline_ms;
+  o->speedup = 1;
+  o->verdict = "-";
+  o->techniques = "";
+  o->evaluated = r.evaluated;
+  o->correct = r.correct;
+  o->wrong = r.wrong;
+  o->refused = r.refused;
+  o->duplicates = r.duplicates;
+  o->rounds = r.rounds_done;
+  o->bw_fraction = r.baseline.base_bw_fraction;
+  if (r.best) {
+    o->status = "optimized";
+    o->speedup = r.best->speedup;
+    o->speedup_low = r.best_eval.speedup_low;
+    o->speedup_high = r.best_eval.speedup_high;
+    o->best_ms = r.best->median_ms > 0 ? r.best->median_ms : r.baseline_ms / r.best->speedup;
+    o->bw_fraction = r.best->bw_fraction;
+    o->techniques = r.best->techniques;
+    o->verdict = ks_verdict_name(r.best->verdict);
+    o->variant_id = r.best->id;
+    o->winner_file = write_winner(ctx, job->store_dir, r.best, k->target.subject.kernel, a);
+  } else {
+    o->status = "no faster variant";
+  }
+  if (*job->interrupted)
+    o->status = "interrupted";
+  return 0;
+}
+
+int optimize_run(optimize_job *job) {
+  ks_ctx *ctx = job->ctx;
+  ks_arena arena = KS_ARENA_INIT;
+  ks_scan scan = {0};
+  bool have_scan = false, judge_open = false;
+  ks_judge judge;
+  int exit_code = KS_EXIT_OK;
+  ks_outcomes outcomes = {0};
+  KS_ARRAY(kjob) jobs = {0};
+  int lock_fd = -1;
+  double t0 = now_seconds();
+
+  if (ks_scan_run(ctx, job->scan, &scan))
+    goto fail;
+  have_scan = true;
+
+  /* The kernels: every one with a spec, or the ones named. */
+  unsigned without_spec = 0;
+  for (size_t i = 0; i < scan.kernels.len; i++) {
+    const ks_kernel *k = &scan.kernels.items[i];
+    if (!selected(job, k))
+      continue;
+    ks_spec spec;
+    int found = ks_spec_find(ctx, &scan, k, &arena, &spec);
+    if (found > 0 && !job->kernels->len) {
+      without_spec++;
+      continue;
+    }
+    kjob *kj = ks_array_push(&arena, &jobs);
+    kj->kernel = k;
+    kj->outcome = ks_arena_alloc(&arena, sizeof *kj->outcome);
+    kj->outcome->kernel = k->qualified_name;
+    kj->outcome->file = k->loc.file;
+    kj->outcome->line = k->loc.line;
+    kj->outcome->status = "not searched";
+    if (found != 0) {
+      kj->outcome->status = found > 0 ? "skipped" : "failed";
+      kj->outcome->note = found > 0 ? "no spec (docs/spec.md)" : ks_arena_strdup(&arena, ctx->error);
+      continue;
+    }
+    if (ks_target_open_kernel(ctx, job->scan, &scan, k, &arena, &kj->target)) {
+      kj->outcome->status = "failed";
+      kj->outcome->note = ks_arena_strdup(&arena, ctx->error);
+      continue;
+    }
+    kj->ready = true;
+  }
+  for (size_t i = 0; i < job->kernels->len; i++) {
+    bool any = false;
+    for (size_t k = 0; k < scan.kernels.len && !any; k++)
+      any = ks_spec_names_kernel(job->kernels->items[i], &scan.kernels.items[k]);
+    if (!any) {
+      ks_fail(ctx, "no kernel named '%s' under the given paths (kernelsmith-cc scan lists them)",
+              job->kernels->items[i]);
+      goto fail;
+    }
+  }
+  if (without_spec)
+    ks_info(ctx, "%u kernel%s without a spec left out (docs/spec.md says how to add one)",
+            without_spec, without_spec == 1 ? "" : "s");
+
+  /* The GPU, unless the stand-in judges. */
+  const char *no_gpu = NULL;
+  if (!job->standin) {
+    job->judge.cache_dir = ks_arena_printf(&arena, "%s/cache", job->store_dir);
+    if (ks_judge_open(ctx, &judge, &job->judge))
+      no_gpu = ks_arena_strdup(&arena, ctx->error);
+    else
+      judge_open = true;
+  }
+  if (judge_open) {
+    for (size_t i = 0; i < jobs.len; i++)
+      if (jobs.items[i].ready &&
+          ks_judge_prepare(ctx, &judge, &jobs.items[i].target.subject, &arena)) {
+        jobs.items[i].ready = false;
+        jobs.items[i].outcome->status = "failed";
+        jobs.items[i].outcome->note = ks_arena_strdup(&arena, ctx->error);
+      }
+  } else {
+    compile_without_gpu(job, jobs.items, jobs.len, &arena);
+  }
+  size_t ready = 0, failed = 0;
+  for (size_t i = 0; i < jobs.len; i++) {
+    ready += jobs.items[i].ready;
+    failed += !strcmp(jobs.items[i].outcome->status, "failed");
+    if (!strcmp(jobs.items[i].outcome->status, "failed"))
+      ks_error(ctx, "%s: %s", jobs.items[i].outcome->kernel, jobs.items[i].outcome->note);
+  }
+  if (failed)
+    exit_code = KS_EXIT_FAILURE;
+  if (no_gpu) {
+    fprintf(stderr,
+            "%s: %zu kernel%s scanned, sliced and compiled for sm_90%s; the search needs an "
+            "NVIDIA GPU (%s)\n",
+            ctx->prog, ready, ready == 1 ? "" : "s",
+            failed ? ks_arena_printf(&arena, " (%zu failed)", failed) : "", no_gpu);
+    goto out;
+  }
+  if (!ready) {
+    ks_fail(ctx, "no kernel to optimize: none under the given paths has a spec (docs/spec.md)");
+    goto fail;
+  }
+
+  /* The store, and the run. One optimize per store at a time: two would
+   * judge the same variants twice. The lock dies with its process, kill -9
+   * included, so a killed run never blocks its own --resume. */
+  if (!job->store && ks_store_open(ctx, job->store_dir, &job->store))
+    goto fail;
+  const char *lock_path = ks_arena_printf(&arena, "%s/optimize.lock", job->store_dir);
+  lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB)) {
+    ks_fail(ctx, "%s: %s", lock_path,
+            errno == EWOULDBLOCK ? "another optimize is running with this store; wait for it, "
+                                   "or give this one its own with --store"
+                                 : strerror(errno));
+    goto fail;
+  }
+  long long runid = job->resume_run;
+  const char *device = judge_open ? device_text(&arena, &judge) : "stand-in judge (no GPU)";
+  if (runid) {
+    if (ks_store_run_reopen(ctx, job->store, runid))
+      goto fail;
+  } else {
+    ks_run_row row = {.status = "running", .command = "optimize",
+                      .strategy = ks_strategy_name(job->search.strategy),
+                      .proposer = job->tuning ? "tuning" : "rules", .seed = job->search.seed,
+                      .options = job->argv_json, .device = device};
+    if (ks_store_run_begin(ctx, job->store, &row, &runid))
+      goto fail;
+  }
+  ks_kernel_rows stored = {0};
+  if (job->resume_run && ks_store_kernels(ctx, job->store, runid, &arena, &stored))
+    goto fail;
+
+  ks_progress_line progress;
+  ks_progress_init(&progress, stderr, ctx->color);
+  size_t left = ready;
+  for (size_t i = 0; i < jobs.len; i++) {
+    kjob *k = &jobs.items[i];
+    if (!k->ready)
+      continue;
+    ks_kernel_row row = {.run = runid, .name = k->target.subject.kernel,
+                         .file = k->kernel->loc.file, .line = k->kernel->loc.line,
+                         .source_hash = k->kernel->source_hash,
+                         .slice = k->target.slice.source,
+                         .spec = ks_arena_printf(&arena, "%s:%u", k->target.spec.file,
+                                                 k->target.spec.line),
+                         .status = "searching"};
+    if (ks_store_kernel_put(ctx, job->store, &row, &k->store_id))
+      goto fail;
+    const ks_kernel_row *done = NULL;
+    for (size_t s = 0; s < stored.len; s++)
+      if (stored.items[s].id == k->store_id && !strcmp(stored.items[s].status, "done"))
+        done = &stored.items[s];
+    if (done) {
+      if (outcome_from_store(job, k, done, &arena))
+        goto fail;
+      left--;
+      continue;
+    }
+    if (*job->interrupted)
+      break;
+    double share = 0;
+    if (job->max_seconds > 0) {
+      share = (job->max_seconds - (now_seconds() - t0)) / (double)left;
+      if (share < 1)
+        share = 1;
+    }
+    left--;
+    double k0 = now_seconds();
+    if (search_kernel(job, k, judge_open ? &judge : NULL, share, &progress, &arena)) {
+      k->outcome->status = "failed";
+      k->outcome->note = ks_arena_strdup(&arena, ctx->error);
+      ks_error(ctx, "%s: %s", k->outcome->kernel, ctx->error);
+      exit_code = KS_EXIT_FAILURE;
+      if (ks_store_kernel_update(ctx, job->store, k->store_id, "failed", k->outcome->note, 0))
+        goto fail;
+      continue;
+    }
+    k->outcome->seconds = now_seconds() - k0;
+    const char *st = *job->interrupted ? "searching" : "done";
+    if (ks_store_kernel_update(ctx, job->store, k->store_id, st, NULL, k->outcome->baseline_ms))
+      goto fail;
+    if (!progress.live && !job->json)
+      fprintf(stderr, "%s: %s, %.2fx\n", k->outcome->kernel, k->outcome->status,
+              k->outcome->speedup);
+  }
+  if (*job->interrupted) {
+    ks_store_run_finish(ctx, job->store, runid, "interrupted");
+    fprintf(stderr, "%s: interrupted; every finished evaluation is stored. Continue with: "
+                    "kernelsmith-cc optimize --resume\n",
+            ctx->prog);
+    exit_code = KS_EXIT_FAILURE;
+  } else if (ks_store_run_finish(ctx, job->store, runid, exit_code ? "failed" : "done")) {
+    goto fail;
+  }
+  for (size_t i = 0; i < jobs.len; i++)
+    *ks_array_push(&arena, &outcomes) = *jobs.items[i].outcome;
+  if (job->json) {
+    if (ks_outcomes_json(ctx, stdout, &outcomes, runid, ks_strategy_name(job->search.strategy),
+                         job->tuning ? "tuning" : "rules", job->search.seed, device,
+                         !job->standin))
+      goto fail;
+  } else {
+    ks_outcomes_print(stdout, &outcomes, !job->standin, ks_color_wanted(stdout) && ctx->color);
+  }
+  goto out;
+fail:
+  ks_error(ctx, "%s", ctx->error);
+  exit_code = KS_EXIT_FAILURE;
+out:
+  for (size_t i = 0; i < jobs.len; i++)
+    ks_target_close(&jobs.items[i].target);
+  if (judge_open)
+    ks_judge_close(&judge);
+  if (job->store)
+    ks_store_close(job->store);
+  job->store = NULL;
+  if (lock_fd >= 0)
+    close(lock_fd);
+  if (have_scan)
+    ks_scan_release(&scan);
+  ks_arena_release(&arena);
+  return exit_code;
+}

@@ -1,0 +1,205 @@
+/* ks_search: the search for faster variants of one kernel.
+ *
+ *   seed (the original, renamed) -> rounds of: choose parents -> proposers
+ *   make children -> drop near-duplicates -> compile the round in parallel ->
+ *   judge each child -> place it (population, archive, beam) -> persist
+ *   -> until a budget (rounds, evaluations, wall time) is spent.
+ *
+ * Two strategies share everything but the choice of parents and the
+ * placement of children:
+ *  - evolve (default, in the manner of Kernel-Smith): islands, each with a
+ *    population; an archive of MAP-Elites cells over (technique families,
+ *    registers) that keeps the fastest variant of each cell; parents drawn
+ *    by tournament from the island, inspirations from the archive; the best
+ *    of each island migrates to the next every few rounds.
+ *  - beam (in the manner of AccelOpt): the best B variants, N proposals from
+ *    each, per iteration.
+ *
+ * What is swapped behind function-pointer tables (as QBE's targets): the
+ * proposer (rules; an LLM later) and the evaluator (the GPU judge, or a
+ * deterministic stand-in that lets CI test the search logic on a CPU; the
+ * stand-in's numbers are never a measurement).
+ *
+ * Every variant and evaluation is written to the store as soon as it exists
+ * (ks_store.h), so a search killed at any moment continues with resume =
+ * true where it stopped: finished evaluations are read back, never redone.
+ * Random choices are drawn from generators seeded by (seed, round, island),
+ * so a resumed search makes the same choices an uninterrupted one would.
+ *
+ * Ownership: a search's nodes live in the arena the caller passes. */
+#ifndef KS_SEARCH_H
+#define KS_SEARCH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ks_judge.h"
+#include "ks_spec.h"
+#include "ks_store.h"
+#include "ks_target.h"
+
+typedef enum ks_strategy { KS_STRATEGY_EVOLVE, KS_STRATEGY_BEAM } ks_strategy;
+const char *ks_strategy_name(ks_strategy s);
+
+/* A variant the search knows: made, maybe evaluated. */
+typedef struct ks_node {
+  long long id;            /* the store's variant id */
+  long long parent;        /* 0: the seed's parent is the original */
+  ks_variant variant;
+  bool is_template;
+  const char *proposer;    /* "seed", "rules", "tuning", "llm" */
+  const char *techniques;  /* the chain, "block=128 > vectorize"; "" for the seed */
+  const char *hash;        /* of the normalized source and policy */
+  int round, island;
+  bool evaluated;
+  ks_verdict verdict;
+  const char *reason;
+  double speedup, speedup_low; /* vs the original, interleaved timing */
+  double median_ms;
+  int registers;
+  double bw_fraction;
+} ks_node;
+typedef KS_ARRAY(ks_node *) ks_nodes;
+
+/* A child a proposer made: a variant, and the step that made it. */
+typedef struct ks_proposal {
+  ks_variant variant;
+  bool is_template;
+  const char *technique;   /* this step's tag, appended to the parent's chain */
+} ks_proposal;
+typedef KS_ARRAY(ks_proposal) ks_proposals;
+
+typedef struct ks_rng {
+  unsigned long long state;
+} ks_rng;
+void ks_rng_seed(ks_rng *r, unsigned long long seed, unsigned long long a, unsigned long long b);
+unsigned long long ks_rng_next(ks_rng *r);
+/* Uniform in [0, n). */
+size_t ks_rng_below(ks_rng *r, size_t n);
+double ks_rng_unit(ks_rng *r);
+
+typedef struct ks_proposer {
+  const char *name;        /* "rules", "tuning" */
+  void *self;
+  /* Up to `want` children of `parent`; `inspirations` are other good
+   * variants (an LLM reads them; rules ignore them). Fewer (or none) is not
+   * an error: it means nothing more applies to this parent. */
+  int (*propose)(void *self, ks_ctx *ctx, const ks_node *parent, const ks_node *const *inspirations,
+                 size_t ninspirations, ks_rng *rng, unsigned want, ks_arena *arena,
+                 ks_proposals *out);
+} ks_proposer;
+
+typedef struct ks_evaluator {
+  void *self;
+  bool measured;           /* false for the stand-in: its numbers are not
+                              measurements, and reports say so */
+  /* Optional: compile a batch ahead of evaluation (in parallel). */
+  int (*precompile)(void *self, ks_ctx *ctx, const ks_node *const *nodes, size_t n,
+                    ks_arena *arena);
+  /* Judges one variant (node == NULL: times the original, BASELINE).
+   * `recheck` > 0 asks for a judgement on fresh inputs (another seed) of a
+   * variant judged before. Returns -1 only when the tool cannot go on. */
+  int (*eval)(void *self, ks_ctx *ctx, const ks_node *node, unsigned recheck, ks_arena *arena,
+              ks_eval *out);
+} ks_evaluator;
+
+typedef struct ks_search_options {
+  ks_strategy strategy;
+  unsigned long long seed;
+  unsigned rounds;          /* default 40 */
+  unsigned max_evals;       /* 0: no limit */
+  double max_seconds;       /* 0: no limit */
+  /* evolve */
+  unsigned islands;         /* default 4 */
+  unsigned population;      /* per island; default 8 */
+  unsigned children;        /* per island and round; default 3 */
+  unsigned migrate_every;   /* rounds; default 5 */
+  unsigned inspirations;    /* per parent; default 2 */
+  /* beam */
+  unsigned beam_width;      /* default 6 */
+  unsigned proposals;       /* per beam member; default 4 */
+  /* the final check */
+  bool confirm;             /* re-judge the best with fresh inputs before
+                               calling it the winner (default on via CLI) */
+} ks_search_options;
+
+void ks_search_options_defaults(ks_search_options *o);
+
+/* Progress, once per evaluation and once per round. */
+typedef struct ks_search_progress {
+  const char *kernel;
+  unsigned round, rounds;
+  unsigned evaluated;      /* this search, including resumed ones */
+  unsigned correct;        /* FAST, SAME or SLOW */
+  double best_speedup;     /* 1 until something beats the original */
+  const char *best_techniques;
+  double elapsed_seconds;
+  double evals_per_minute;
+  double seconds_left;     /* estimate from the budgets; < 0: unknown */
+  bool round_done;
+} ks_search_progress;
+
+typedef struct ks_search_result {
+  ks_node *best;           /* the winner, or NULL: nothing beats the original */
+  ks_eval best_eval;       /* its (confirmed) evaluation */
+  double baseline_ms;
+  ks_eval baseline;
+  unsigned evaluated, correct, wrong, refused, duplicates;
+  unsigned rounds_done;
+  bool budget_hit;         /* stopped by --max-evals or --max-seconds */
+  bool exhausted;          /* stopped because nothing new could be proposed */
+  ks_nodes nodes;          /* every node, in the order made */
+} ks_search_result;
+
+typedef struct ks_search {
+  ks_ctx *ctx;
+  const char *kernel;              /* for messages and progress */
+  ks_search_options opts;
+  const ks_proposer *proposer;
+  const ks_evaluator *evaluator;
+  ks_store *store;                 /* NULL: nothing persisted (tests) */
+  long long store_kernel;          /* the store's kernel id */
+  double baseline_ms;              /* known from a resumed run; 0: measure */
+  const ks_variant *seed;          /* the original as a variant */
+  bool seed_is_template;
+  void (*progress)(void *arg, const ks_search_progress *p);
+  void *progress_arg;
+  volatile int *interrupted;       /* set by a signal handler: stop cleanly */
+} ks_search;
+
+/* Runs (or, when the store already holds variants of this kernel, resumes)
+ * the search. */
+int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out);
+
+/* The hash that decides whether two variants are the same: the source with
+ * comments and whitespace runs normalized, the policy and the guards. */
+const char *ks_variant_hash(ks_arena *arena, const ks_variant *v);
+
+/* The GPU judge as an evaluator: each node's policy and guards resolved
+ * for the target's size sets (a policy that cannot be evaluated is the
+ * variant's failure, INAPPLICABLE), then ks_judge_eval. */
+typedef struct ks_judge_evaluator {
+  ks_judge *judge;
+  ks_target *target;
+} ks_judge_evaluator;
+ks_evaluator ks_judge_evaluator_make(ks_judge_evaluator *self);
+
+/* The rules proposer: draws (rule, parameter) pairs at random and applies
+ * them to the parent until it has enough children. `tuning_only` keeps to
+ * the rules a classic autotuner has (launch configuration, unroll). */
+typedef struct ks_rules_proposer {
+  const ks_target *target;
+  bool tuning_only;
+  unsigned sm_count, max_smem_per_block; /* 0: the rules' defaults */
+  ks_arena arena;          /* parsed parents, kept for later draws */
+  void *parsed;            /* internal cache (propose_rules.c) */
+} ks_rules_proposer;
+ks_proposer ks_rules_proposer_make(ks_rules_proposer *self);
+void ks_rules_proposer_release(ks_rules_proposer *self);
+
+/* The stand-in for the GPU judge used by CI: a deterministic function of the
+ * variant's text and technique chain (faster for some techniques, WRONG for
+ * a marker), with no GPU. Never a measurement. */
+ks_evaluator ks_standin_evaluator(void);
+
+#endif

@@ -1,0 +1,133 @@
+/* propose_rules: the rules proposer behind the search's proposer table.
+ *
+ * A parent is parsed once (ks_rules_prepare) and kept; every draw then
+ * shuffles the (rule, parameter) pairs and applies them in that order until
+ * enough apply. A rule already in the parent's chain is not applied again:
+ * its other parameters are tried on the parent's parent instead (siblings),
+ * which keeps chains short and readable. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ks_rules.h"
+#include "ks_search.h"
+
+typedef struct parsed {
+  const char *hash;
+  bool ok;
+  ks_rule_input in;
+} parsed;
+typedef KS_ARRAY(parsed) parsed_list;
+
+typedef struct step {
+  const ks_rule *rule;
+  int param;
+} step;
+
+static parsed *parse_parent(ks_ctx *ctx, ks_rules_proposer *rp, const ks_node *parent) {
+  parsed_list *list = rp->parsed;
+  if (!list)
+    list = rp->parsed = ks_arena_alloc(&rp->arena, sizeof *list);
+  for (size_t i = 0; i < list->len; i++)
+    if (!strcmp(list->items[i].hash, parent->hash))
+      return &list->items[i];
+  parsed *p = ks_array_push(&rp->arena, list);
+  p->hash = ks_arena_strdup(&rp->arena, parent->hash);
+  p->ok = !ks_rules_prepare(ctx, rp->target, &parent->variant, parent->is_template, &rp->arena,
+                            &p->in);
+  if (!p->ok) {
+    /* A parent the rules cannot read (a proposal of another kind) simply
+     * has no rule children. */
+    ks_debug(ctx, "rules: cannot read variant %lld: %s", parent->id, ctx->error);
+    return p;
+  }
+  if (rp->sm_count)
+    p->in.sm_count = rp->sm_count;
+  if (rp->max_smem_per_block)
+    p->in.max_smem_per_block = rp->max_smem_per_block;
+  return p;
+}
+
+/* The rule a tag names: "block=128" -> "block", "restrict+ldg" -> "restrict". */
+static size_t stem_len(const char *tag) { return strcspn(tag, "=+ "); }
+
+/* Whether the chain already has a step of the rule that made `tag`: each rule
+ * appears once in a chain; its other parameter values are tried as siblings
+ * (children of the same parent), not stacked on top of each other. */
+static bool chain_has(const char *chain, const char *tag) {
+  size_t n = stem_len(tag);
+  for (const char *p = chain; *p;) {
+    if (stem_len(p) == n && !strncmp(p, tag, n))
+      return true;
+    const char *next = strstr(p, " > ");
+    if (!next)
+      break;
+    p = next + 3;
+  }
+  return false;
+}
+
+static int rules_propose(void *self, ks_ctx *ctx, const ks_node *parent,
+                         const ks_node *const *insp, size_t ninsp, ks_rng *rng, unsigned want,
+                         ks_arena *arena, ks_proposals *out) {
+  (void)insp;
+  (void)ninsp;
+  ks_rules_proposer *rp = self;
+  parsed *p = parse_parent(ctx, rp, parent);
+  if (!p->ok)
+    return 0;
+  size_t nrules;
+  const ks_rule *const *rules = ks_rules_all(&nrules);
+  KS_ARRAY(step) steps = {0};
+  ks_arena scratch = KS_ARENA_INIT;
+  for (size_t r = 0; r < nrules; r++) {
+    if (rp->tuning_only && !rules[r]->tuning)
+      continue;
+    if (!rules[r]->nchoices) {
+      *ks_array_push(&scratch, &steps) = (step){rules[r], 0};
+      continue;
+    }
+    for (size_t c = 0; c < rules[r]->nchoices; c++)
+      *ks_array_push(&scratch, &steps) = (step){rules[r], rules[r]->choices[c]};
+  }
+  /* Fisher-Yates with the search's generator: reproducible per round. */
+  for (size_t i = steps.len; i > 1; i--) {
+    size_t j = ks_rng_below(rng, i);
+    step t = steps.items[i - 1];
+    steps.items[i - 1] = steps.items[j];
+    steps.items[j] = t;
+  }
+  const char *chain = parent->techniques ? parent->techniques : "";
+  for (size_t i = 0; i < steps.len && out->len < want; i++) {
+    const step *st = &steps.items[i];
+    ks_rule_result res;
+    memset(&res, 0, sizeof res);
+    if (st->rule->apply(ctx, &p->in, st->param, arena, &res)) {
+      ks_arena_release(&scratch);
+      return -1;
+    }
+    if (!res.applied)
+      continue;
+    const char *tag = res.technique ? res.technique
+                      : st->rule->nchoices
+                          ? ks_arena_printf(arena, "%s=%d", st->rule->name, st->param)
+                          : st->rule->name;
+    if (chain_has(chain, tag))
+      continue;
+    ks_proposal *prop = ks_array_push(arena, out);
+    prop->variant = res.child;
+    prop->is_template = parent->is_template;
+    prop->technique = tag;
+  }
+  ks_arena_release(&scratch);
+  return 0;
+}
+
+ks_proposer ks_rules_proposer_make(ks_rules_proposer *self) {
+  return (ks_proposer){.name = self->tuning_only ? "tuning" : "rules", .self = self,
+                       .propose = rules_propose};
+}
+
+void ks_rules_proposer_release(ks_rules_proposer *self) {
+  ks_arena_release(&self->arena);
+  self->parsed = NULL;
+}

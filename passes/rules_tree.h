@@ -1,0 +1,81 @@
+/* rules_tree: what the rules share for reading a kernel's tree and
+ * rewriting its text: stripping wrappers, climbing to a node's real
+ * parent, re-printing a subtree's text with some nodes replaced (the
+ * user's formatting kept), indentation, fresh names, and the check that
+ * a kernel's threads are independent of how they are mapped (no barrier,
+ * no shared memory, no warp collective, no thread index read outside the
+ * global index), which coarsen and vectorize need.
+ *
+ * Implemented in rules_memory.c (the passes library lists its files in
+ * CMake; these could move to a rules_tree.c of their own). Internal to
+ * passes/. Strings live in the arena given. */
+#ifndef KS_RULES_TREE_H
+#define KS_RULES_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ks_buf.h"
+#include "rules_int.h"
+
+/* `n` without parentheses and implicit conversions (explicit casts kept
+ * unless `casts`); NULL stays NULL. */
+const ks_anode *ks_rt_strip(const ks_anode *n, bool casts);
+/* The node `n` is an operand of, above parentheses and implicit
+ * conversions; *child is set to the direct child of that node on the way. */
+const ks_anode *ks_rt_up(const ks_anode *n, const ks_anode **child);
+/* A local variable's initializer, or NULL. */
+const ks_anode *ks_rt_var_init(const ks_anode *var);
+/* A DECL_REF (through wrappers) to `decl`. */
+bool ks_rt_refers_to(const ks_anode *n, const ks_anode *decl);
+/* `decl` (a PARAM or VAR) is assigned, incremented or has its address taken
+ * somewhere below `root`. */
+bool ks_rt_modified(const ks_anode *root, const ks_anode *decl);
+
+/* A replacement for ks_rt_render: the text that stands for `n`, or NULL to
+ * keep n's text (with its own descendants looked at). */
+typedef const char *(*ks_rt_replace)(const ks_anode *n, void *arg);
+/* Appends the text of `n` (unit offsets), with the nodes `fn` replaces
+ * replaced. Nodes from macro expansions are copied as written. */
+void ks_rt_render(ks_buf *b, const char *unit, const ks_anode *n, ks_rt_replace fn, void *arg);
+/* The same for the part [from, to) of n's text. */
+void ks_rt_render_range(ks_buf *b, const char *unit, const ks_anode *n, unsigned from,
+                        unsigned to, ks_rt_replace fn, void *arg);
+const char *ks_rt_render_str(ks_arena *arena, const char *unit, const ks_anode *n,
+                             ks_rt_replace fn, void *arg);
+/* Where a statement ends, with the ';' that follows an expression
+ * statement (clang's extent stops before it). */
+unsigned ks_rt_stmt_end(const char *unit, const ks_anode *s);
+
+/* The whitespace that starts the line holding offset `at`. */
+const char *ks_rt_line_indent(ks_arena *arena, const char *unit, unsigned at);
+/* `text` with `add` inserted at the start of every line but the first. */
+const char *ks_rt_indent_more(ks_arena *arena, const char *text, const char *add);
+/* `base`, or base2, base3, ... : the first not already an identifier of `text`. */
+const char *ks_rt_fresh(ks_arena *arena, const char *text, const char *base);
+/* `expr` in parentheses unless it is a name, a number or a call. */
+const char *ks_rt_paren(ks_arena *arena, const char *expr);
+
+/* Is `e` blockIdx.D * blockDim.D + threadIdx.D (operands in any order,
+ * with casts)? *product is set to the blockIdx.D * blockDim.D operand. */
+bool ks_rt_global_index(const ks_anode *e, char d, const ks_anode **product);
+
+/* Why the kernel's work cannot be redistributed among threads (NULL: it can):
+ * __syncthreads and other barriers, warp collectives, shared memory, a
+ * device function that uses any of these, or threadIdx/blockIdx/gridDim
+ * read anywhere but inside the ranges [allowed[2k], allowed[2k+1]). */
+const char *ks_rt_mapping_problem(ks_arena *arena, const ks_rule_input *in,
+                                  const unsigned *allowed, size_t nallowed);
+
+/* Applies `edits` to the parent's source, makes the child, and fills `out`
+ * (applied, technique). Returns -1 when the edits do not apply. */
+int ks_rt_finish(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena, const ks_edits *edits,
+                 const char *technique, ks_rule_result *out);
+/* out->applied = false with the reason (printf-style). */
+int ks_rt_not_applicable(ks_arena *arena, ks_rule_result *out, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The device function fast_math adds for tanhf (rules_loop.c). */
+extern const char ks_fast_tanhf_source[];
+
+#endif

@@ -1,0 +1,46 @@
+/* search_int: the state the strategies share with search.c. Internal to
+ * passes/. */
+#ifndef KS_SEARCH_INT_H
+#define KS_SEARCH_INT_H
+
+#include "ks_buf.h"
+#include "ks_search.h"
+
+typedef struct search_state {
+  ks_search *s;
+  ks_arena *arena;
+  ks_search_result *res;
+  ks_node *seed;
+  unsigned round;          /* the round in progress */
+  unsigned rounds_done;    /* the last round finished */
+  unsigned first_round;    /* where this invocation started (resume) */
+  unsigned evaluated_before; /* evaluations read back from the store */
+  bool resumed;
+  double t0;
+  double best_speedup;
+  const char *best_techniques;
+} search_state;
+
+double ks_search_now(void);
+bool ks_node_correct(const ks_node *n);
+/* Speedup for correct variants, -1 for the rest. */
+double ks_node_fitness(const ks_node *n);
+void ks_nodes_sort_by_fitness(ks_node **nodes, size_t n);
+ks_node *ks_search_find(search_state *st, const char *hash);
+ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant *v,
+                       bool is_template, const char *proposer, const char *technique, int round,
+                       int island);
+int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n);
+bool ks_search_budget_left(search_state *st);
+void ks_search_report(search_state *st, bool round_done);
+
+/* Asks the proposer for children of `parent` and adds the new ones (not
+ * seen before) to `out`, up to `want`. Returns the number added, -1 on a
+ * failure of the tool. */
+int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *insp,
+                      size_t ninsp, ks_rng *rng, unsigned want, int island, ks_nodes *out);
+
+int ks_search_evolve(search_state *st);
+int ks_search_beam(search_state *st);
+
+#endif
