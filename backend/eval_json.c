@@ -161,6 +161,8 @@ void ks_eval_json_add(cJSON *root, const ks_eval *e, unsigned flags) {
     str(o, "name", s->size);
     cJSON_AddBoolToObject(o, "timed", s->timed);
     cJSON_AddBoolToObject(o, "guards_hold", s->guards_hold);
+    if (s->screened)
+      cJSON_AddBoolToObject(o, "screened", true);
     cJSON_AddItemToObject(o, "launch", launch_json(&s->launch));
     cJSON *seeds = cJSON_AddArrayToObject(o, "seeds");
     for (size_t k = 0; k < s->seeds.len; k++)
@@ -309,6 +311,7 @@ static void read_sizes(ks_arena *a, const cJSON *root, ks_eval *e) {
     s->size = get_str(a, o, "name");
     s->timed = get_bool(o, "timed");
     s->guards_hold = get_bool(o, "guards_hold");
+    s->screened = get_bool(o, "screened");
     read_launch(cJSON_GetObjectItemCaseSensitive(o, "launch"), &s->launch);
     const cJSON *seeds = cJSON_GetObjectItemCaseSensitive(o, "seeds"), *x;
     cJSON_ArrayForEach(x, seeds) read_seed(a, x, ks_array_push(a, &s->seeds));

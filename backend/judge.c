@@ -428,6 +428,14 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
       sr->launch = c->launches[i];
       if (!sr->guards_hold)
         continue;
+      /* Screening (the search's quick judgement): the timed size, the
+       * largest and slowest to verify, is checked only by the recheck of
+       * the last timed output below, on one fresh input set; the other
+       * sizes get every seed. A winner is judged again in full. */
+      if (j->opts.screen && i == timed && other) {
+        sr->screened = true;
+        continue;
+      }
       unsigned long long *seeds = ks_arena_alloc(a, nseeds * sizeof *seeds);
       for (unsigned k = 0; k < nseeds; k++)
         seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);

@@ -50,6 +50,10 @@ typedef struct ks_judge_options {
   ks_timing_options timing;
   double min_effect;       /* a speedup below 1 + this is SAME; default 0.01 */
   unsigned timeout_ms;     /* per worker request; 0: 60 s */
+  bool screen;             /* the search's quick judgement: the timed size is
+                              verified only by the recheck after timing (one
+                              fresh input set), other sizes in full; the
+                              search's winner is judged again without it */
 } ks_judge_options;
 
 typedef struct ks_judge {
@@ -95,6 +99,8 @@ typedef struct ks_size_report {
   const char *size;       /* size set name */
   bool timed;
   bool guards_hold;       /* false: the original alone runs there */
+  bool screened;          /* verified only by the post-timing recheck
+                             (ks_judge_options.screen) */
   ks_launch_cfg launch;   /* the variant's */
   ks_seed_checks seeds;
 } ks_size_report;

@@ -200,6 +200,11 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
            : ks_rules_seed(ctx, &target, &arena, &cur, &is_template))
     goto fail;
   ks_buf techniques = KS_BUF_INIT;
+  /* A variant made by an earlier rewrite names its techniques: go on from
+   * there. */
+  const char *earlier = from ? ks_variant_techniques(&arena, &cur) : NULL;
+  if (earlier)
+    ks_buf_adds(&techniques, earlier);
   for (size_t i = 0; i < steps.len; i++) {
     ks_rule_input in;
     ks_rule_result res = {0};

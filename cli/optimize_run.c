@@ -287,6 +287,7 @@ int optimize_run(optimize_job *job) {
   const char *no_gpu = NULL;
   if (!job->standin) {
     job->judge.cache_dir = ks_arena_printf(&arena, "%s/cache", job->store_dir);
+    job->judge.screen = true;
     if (ks_judge_open(ctx, &judge, &job->judge))
       no_gpu = ks_arena_strdup(&arena, ctx->error);
     else

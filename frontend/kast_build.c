@@ -463,7 +463,22 @@ static bool build_operator_call(kast_builder *b, CXCursor c, ks_anode *n, const 
   if (!*op || isalnum((unsigned char)*op) || *op == '_' || *op == ' ')
     return false;
   int nargs = clang_Cursor_getNumArguments(c);
-  if (nargs < 1 || nargs > 2 || !strcmp(op, "()") || !strcmp(op, "->") || !strcmp(op, ","))
+  if (!strcmp(op, "()") && nargs >= 1) {
+    /* A lambda or functor called: named after the object. */
+    CXCursor object = clang_Cursor_getArgument(c, 0);
+    n->kind = KS_AK_CALL;
+    n->name = first_name(b, object, 0);
+    unsigned ob, oe;
+    bool om;
+    kast_extent(b, object, &ob, &oe, &om);
+    n->name_begin = ob;
+    n->name_end = oe;
+    kast_set_kids(b, n, (size_t)nargs - 1);
+    for (int i = 1; i < nargs; i++)
+      n->kids[i - 1] = kast_build_node(b, clang_Cursor_getArgument(c, (unsigned)i), n);
+    return true;
+  }
+  if (nargs < 1 || nargs > 2 || !strcmp(op, "->") || !strcmp(op, ","))
     return false;
   bool incdec = !strcmp(op, "++") || !strcmp(op, "--");
   /* Postfix ++ carries an implicit second argument. */
@@ -526,14 +541,9 @@ static void build_call(kast_builder *b, CXCursor c, ks_anode *n) {
     for (int i = 0; i < nargs; i++)
       n->kids[i] = kast_build_node(b, clang_Cursor_getArgument(c, (unsigned)i), n);
   } else {
-    /* Not a CallExpr to clang (an unresolved construction): every child
-     * but a leading callee. */
-    size_t skip = !construct && kids.len > 0 && clang_isExpression(clang_getCursorKind(kids.items[0])) &&
-                          n->name_end > n->name_begin && n->name_begin == n->begin &&
-                          kids.len > 1
-                      ? 1
-                      : 0;
-    build_kids(b, n, kids.items + skip, kids.len - skip);
+    /* T(a, b) with a dependent T: the type is a reference, every other
+     * child an argument. */
+    build_kids(b, n, kids.items, kids.len);
   }
 }
 

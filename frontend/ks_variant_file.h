@@ -39,6 +39,9 @@ int ks_variant_load(ks_ctx *ctx, const char *path, const char *original, ks_aren
  * An annotation or technique line already in the source (a variant read
  * from a file) is dropped, so formatting a parsed file does not stack them. */
 const char *ks_variant_format(ks_arena *arena, const ks_variant *v, const char *technique_comment);
+/* The techniques line ks_variant_format wrote into a variant's source
+ * (after the prefix, trimmed), or NULL when it has none. */
+const char *ks_variant_techniques(ks_arena *arena, const ks_variant *v);
 /* The NVRTC name expression of the variant: its name, with the original
  * instance's template arguments when it is a template. */
 const char *ks_variant_name_expression(ks_arena *arena, const ks_variant *v, bool is_template,

@@ -778,7 +778,7 @@ int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
   /* Guards first: a policy may be meaningless (divide by zero) where they
    * do not hold. */
   for (size_t g = 0; g < v->requires.len; g++) {
-    const char *text;
+    const char *text = NULL;
     ks_value val;
     if (rewrite_aligned(ctx, k, v->requires.items[g], &arena, &text) ||
         rewrite_disjoint(ctx, k, text, &arena, &text) ||

@@ -341,3 +341,16 @@ const char *ks_variant_format(ks_arena *arena, const ks_variant *v, const char *
   ks_buf_release(&b);
   return out;
 }
+
+const char *ks_variant_techniques(ks_arena *arena, const ks_variant *v) {
+  for (const char *p = v->source; p && *p;) {
+    const char *nl = strchr(p, '\n');
+    const char *end = nl ? nl : p + strlen(p);
+    if (!strncmp(p, TECHNIQUE_PREFIX, strlen(TECHNIQUE_PREFIX))) {
+      const char *t = ks_ctext_trim(arena, p + strlen(TECHNIQUE_PREFIX), end);
+      return *t ? t : NULL;
+    }
+    p = nl ? nl + 1 : end;
+  }
+  return NULL;
+}

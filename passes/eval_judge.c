@@ -44,7 +44,9 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
    * timing loop than the search's quick one. */
   unsigned long long seed = je->judge->opts.seed;
   double cap = je->judge->opts.timing.max_seconds;
+  bool screen = je->judge->opts.screen;
   if (recheck) {
+    je->judge->opts.screen = false;
     je->judge->opts.seed = seed ^ (0x9e3779b97f4a7c15ULL * (recheck + 1));
     if (cap < 5)
       je->judge->opts.timing.max_seconds = 5;
@@ -52,6 +54,7 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
   int rc = ks_judge_eval(ctx, je->judge, &je->target->subject, &c, arena, out);
   je->judge->opts.seed = seed;
   je->judge->opts.timing.max_seconds = cap;
+  je->judge->opts.screen = screen;
   return rc;
 }
 

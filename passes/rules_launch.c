@@ -83,6 +83,7 @@ typedef struct thread_scan {
   const char *sync;               /* a __syncthreads-like call */
   const char *warp;               /* a warp-level intrinsic */
   const ks_anode *shared;         /* a __shared__ variable */
+  const ks_anode *leader;         /* threadIdx.w == c: one thread per block */
 } thread_scan;
 
 static bool scan_visit(ks_anode *n, void *arg) {
@@ -100,6 +101,12 @@ static bool scan_visit(ks_anode *n, void *arg) {
       s->constant[d] = other;
   }
   switch (n->kind) {
+  case KS_AK_BINARY:
+    if (!s->leader && n->nkids == 2 && n->op && (!strcmp(n->op, "==") || !strcmp(n->op, "!=")))
+      for (int d = 0; d < 3; d++)
+        if (is_thread_index(s->k, n->kids[0], dims[d]) || is_thread_index(s->k, n->kids[1], dims[d]))
+          s->leader = n;
+    break;
   case KS_AK_CALL:
     if (has_prefix(n->name, "__syncthreads") || has_prefix(n->name, "__barrier"))
       s->sync = s->sync ? s->sync : n->name;
@@ -341,6 +348,10 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
                                                         "('%s'): its work per block depends on the block size",
                                                  dims[d], node_text(arena, in->ast, s.stray_block_idx[d]->parent ? s.stray_block_idx[d]->parent : s.stray_block_idx[d])));
   }
+  if (s.leader)
+    return not_applicable(out, ks_arena_printf(arena, "it singles out a thread of each block ('%s'): its "
+                                                      "work per block depends on the block size",
+                                               node_text(arena, in->ast, s.leader)));
   if (ndims == 2 && s.warp)
     return not_applicable(out, ks_arena_printf(arena, "it uses %s: a 2-D block changes which threads share a warp", s.warp));
 
@@ -351,7 +362,7 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
     /* The same number of threads (or more) in each dimension: every index
      * the parent's grid reached is reached again. */
     if (!index_is_bounded(in->ast, d))
-      ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s * %s %% %lld == 0", pg, pb, b[d]));
+      ks_rule_require(arena, &out->child, ks_arena_printf(arena, "(%s * %s) %% %lld == 0", pg, pb, b[d]));
     p.grid[d] = ks_arena_printf(arena, "ceil_div(%s * %s, %lld)", pg, pb, b[d]);
     p.block[d] = ks_arena_printf(arena, "%lld", b[d]);
   }
@@ -628,8 +639,8 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
         return not_applicable(out, ks_arena_printf(arena, "it uses '%s' after its bounds check", var->name));
     }
   }
-  ks_edits e = {0};
-  return_edits r = {.in = in, .arena = arena, .edits = &e};
+  ks_edits e = {0}, rets = {0};
+  return_edits r = {.in = in, .arena = arena, .edits = &rets};
   if (guard_form)
     collect_returns(&r, then);
   else
@@ -669,6 +680,8 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
   if (guard_form) {
     /* Everything up to the guarded statement becomes the loop's head. */
     ks_edits_add(arena, &e, from, then->begin - in->variant_offset, ks_arena_printf(arena, "%s ", head));
+    for (size_t i = 0; i < rets.len; i++)
+      ks_edits_add(arena, &e, rets.items[i].begin, rets.items[i].end, rets.items[i].text);
   } else {
     size_t body_close = k->body->end - 1 - in->variant_offset;
     size_t after_check = stmt_end(k, check) - in->variant_offset;
@@ -679,18 +692,24 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
     /* Indent the statements that move into the loop. */
     const char *moved = ks_arena_strndup(arena, in->parent->source + after_check, body_close - after_check);
     const char *edited = NULL;
-    if (e.len > 1) {
-      /* returns inside: apply them to the moved text first */
+    if (rets.len) {
+      /* The returns are in the moved text: edit it before indenting it. */
       ks_edits inner = {0};
-      for (size_t i = 1; i < e.len; i++)
-        ks_edits_add(arena, &inner, e.items[i].begin - after_check, e.items[i].end - after_check,
-                     e.items[i].text);
+      for (size_t i = 0; i < rets.len; i++)
+        ks_edits_add(arena, &inner, rets.items[i].begin - after_check, rets.items[i].end - after_check,
+                     rets.items[i].text);
       edited = ks_edits_apply(ctx, arena, moved, &inner);
       if (!edited)
         return -1;
-      e.len = 1;
     }
-    const char *text = indent_more(arena, edited ? edited : moved, unit);
+    /* Blank lines between the early return and the rest are dropped: the
+     * loop's head takes the return's place. */
+    const char *rest_text = edited ? edited : moved;
+    const char *first_line = rest_text;
+    for (const char *q = rest_text; *q == '\n' || *q == ' ' || *q == '\t' || *q == '\r'; q++)
+      if (*q == '\n')
+        first_line = q;
+    const char *text = indent_more(arena, first_line, unit);
     /* The closing brace goes on a line of its own at the loop's indent. */
     size_t tl = strlen(text);
     while (tl && (text[tl - 1] == ' ' || text[tl - 1] == '\t' || text[tl - 1] == '\n'))

@@ -409,7 +409,7 @@ static bool visit_mapping(ks_anode *n, void *arg) {
       scan_callee(w->scan, n->name, 0);
       w->problem = w->scan->problem;
     }
-  } else if (n->kind == KS_AK_DECL_REF && !n->decl && n->name &&
+  } else if (w->allowed && n->kind == KS_AK_DECL_REF && !n->decl && n->name &&
              (!strcmp(n->name, "threadIdx") || !strcmp(n->name, "blockIdx") ||
               !strcmp(n->name, "gridDim"))) {
     bool ok = false;
@@ -595,6 +595,16 @@ static void find_shape(const ks_rule_input *in, int dim, shape *sh) {
     dim = sh->var[1] ? 1 : 0;
   sh->dim = dim;
   const ks_anode *v = sh->var[dim];
+  for (size_t k = 0; !v && k < body->nkids; k++) {
+    const ks_anode *f = body->kids[k];
+    const ks_anode *init = f && f->kind == KS_AK_FOR ? f->kids[0] : NULL;
+    if (init && init->kind == KS_AK_DECL_STMT && init->nkids == 1 &&
+        ks_rt_global_index(ks_rt_var_init(init->kids[0]), dim ? 'y' : 'x', NULL)) {
+      sh->why = "the global index is a grid-stride loop's (each thread already handles several "
+                "elements)";
+      return;
+    }
+  }
   if (!v) {
     sh->why = dim ? "no global index blockIdx.y * blockDim.y + threadIdx.y"
                   : "no global index blockIdx.x * blockDim.x + threadIdx.x declared at the "
@@ -756,6 +766,9 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
   memset(out, 0, sizeof *out);
   if (param != 2 && param != 4 && param != 8)
     return ks_rt_not_applicable(arena, out, "factor %d is not one of 2, 4, 8", param);
+  const char *problem = ks_rt_mapping_problem(arena, in, NULL, 0);
+  if (problem)
+    return ks_rt_not_applicable(arena, out, "%s", problem);
   shape sh;
   find_shape(in, -1, &sh);
   if (sh.why)
@@ -771,7 +784,7 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
       allowed[2 * nallowed + 1] = i->end;
       nallowed++;
     }
-  const char *problem = ks_rt_mapping_problem(arena, in, allowed, nallowed);
+  problem = ks_rt_mapping_problem(arena, in, allowed, nallowed);
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
   if (!guardable(sh.body, sh.bound))
@@ -827,6 +840,13 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
     return -1;
   ks_rule_require(arena, &out->child,
                   coverage_guard(arena, &pol, sh.dim, text_of(arena, in, sh.bound)));
+  /* a 32-bit index of the last extra threads must not wrap (in y, grid and
+   * block limits keep it far below) */
+  if (sh.dim == 0 && !is_wide_type(type))
+    ks_rule_require(arena, &out->child,
+                    ks_arena_printf(arena, "ceil_div(%s, %d) * %d * %s <= %s", pol.grid[0], param,
+                                    param, ks_rt_paren(arena, pol.block[0]),
+                                    strstr(type, "unsigned") ? "4294967296" : "2147483648"));
   pol.grid[sh.dim] = ks_arena_printf(arena, "ceil_div(%s, %d)", pol.grid[sh.dim], param);
   ks_rule_policy_write(arena, &pol, &out->child);
   return 0;
@@ -1076,6 +1096,9 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   memset(out, 0, sizeof *out);
   if (param != 16)
     return ks_rt_not_applicable(arena, out, "vectors of %d bytes: only 16 is known", param);
+  const char *problem = ks_rt_mapping_problem(arena, in, NULL, 0);
+  if (problem)
+    return ks_rt_not_applicable(arena, out, "%s", problem);
   shape sh;
   find_shape(in, 0, &sh);
   if (sh.why)
@@ -1083,6 +1106,10 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (sh.var[1])
     return ks_rt_not_applicable(arena, out, "a 2-D kernel (it has a y index)");
   const ks_anode *body = sh.body, *iv = sh.var[0], *init = ks_rt_var_init(iv);
+  unsigned allowed[2] = {init->begin, init->end};
+  problem = ks_rt_mapping_problem(arena, in, allowed, 1);
+  if (problem)
+    return ks_rt_not_applicable(arena, out, "%s", problem);
   if (sh.check_at != sh.first + 1)
     return ks_rt_not_applicable(arena, out, "declarations between the index and its bounds check");
   node_list terms = {0};
@@ -1090,10 +1117,6 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (terms.len != 1)
     return ks_rt_not_applicable(arena, out, "the bounds check tests more than %s against a bound",
                                 iv->name);
-  unsigned allowed[2] = {init->begin, init->end};
-  const char *problem = ks_rt_mapping_problem(arena, in, allowed, 1);
-  if (problem)
-    return ks_rt_not_applicable(arena, out, "%s", problem);
   if (!guardable(body, sh.bound))
     return ks_rt_not_applicable(arena, out,
                                 "the bound '%s' is not made of scalar parameters and constants",
@@ -1164,10 +1187,13 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
         largest = b->size;
     }
   }
-  if (!nvec)
-    return ks_rt_not_applicable(arena, out, "no buffer is accessed only at [%s] with an element "
-                                            "type that has vectors",
-                                iv->name);
+  if (!nvec) {
+    for (size_t k = 0; k < s.nbufs; k++)
+      if (s.bufs[k].used && s.bufs[k].at_i_only && !s.bufs[k].size)
+        return ks_rt_not_applicable(arena, out, "%s[%s]: element type '%s' has no vector type",
+                                    s.bufs[k].param->name, iv->name, s.bufs[k].elem);
+    return ks_rt_not_applicable(arena, out, "no buffer is accessed only at [%s]", iv->name);
+  }
   int V = (int)(16 / largest);
   if (V < 2)
     return ks_rt_not_applicable(arena, out, "elements of 16 bytes are vectors already");
@@ -1205,7 +1231,14 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   const char *bound = text_of(arena, in, sh.bound);
   const char *pb = ks_rt_paren(arena, bound);
   ks_buf o = KS_BUF_INIT;
-  ks_buf_addf(&o, "%s %s = (%s) * %d;\n", type, base, text_of(arena, in, init), V);
+  /* the first element in 64 bits: a 32-bit one could wrap past the bound */
+  if (is_wide_type(type))
+    ks_buf_addf(&o, "%s %s = (%s) * %d;\n", type, base, text_of(arena, in, init), V);
+  else
+    ks_buf_addf(&o, "%s %s = (%s)(%s) * %d;\n",
+                strstr(type, "unsigned") ? "unsigned long long" : "long long", base,
+                strstr(type, "unsigned") ? "unsigned long long" : "long long",
+                text_of(arena, in, init), V);
   ks_buf_addf(&o, "%sif (%s < %s && %s - %s >= %d) {\n", ind, base, pb, pb, base, V);
   for (size_t k = 0; k < s.nbufs; k++) {
     vbuf *b = &s.bufs[k];

@@ -63,7 +63,8 @@ bool ks_rt_global_index(const ks_anode *e, char d, const ks_anode **product);
 /* Why the kernel's work cannot be redistributed among threads (NULL: it can):
  * __syncthreads and other barriers, warp collectives, shared memory, a
  * device function that uses any of these, or threadIdx/blockIdx/gridDim
- * read anywhere but inside the ranges [allowed[2k], allowed[2k+1]). */
+ * read anywhere but inside the ranges [allowed[2k], allowed[2k+1]) (not
+ * looked at when allowed is NULL). */
 const char *ks_rt_mapping_problem(ks_arena *arena, const ks_rule_input *in,
                                   const unsigned *allowed, size_t nallowed);
 

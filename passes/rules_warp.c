@@ -163,9 +163,23 @@ static unsigned begin_with_pragmas(const char *unit, unsigned begin) {
   }
 }
 
+/* One level of indentation as the kernel has it: its first statement's
+ * indentation beyond the line of its signature. */
+static const char *indent_step(ks_arena *arena, const ks_rule_input *in) {
+  const ks_kast *k = in->ast;
+  if (!k->body || !k->body->nkids)
+    return "    ";
+  const char *outer = ks_rt_line_indent(arena, in->unit, k->fn->begin);
+  const char *inner = ks_rt_line_indent(arena, in->unit, k->body->kids[0]->begin);
+  size_t n = strlen(outer);
+  if (strlen(inner) <= n || strncmp(inner, outer, n))
+    return "    ";
+  return inner + n;
+}
+
 /* The indentation one level below a line indented with `indent`. */
-static const char *deeper(ks_arena *arena, const char *indent) {
-  return ks_arena_printf(arena, "%s%s", indent, strchr(indent, '\t') ? "\t" : "    ");
+static const char *deeper(ks_arena *arena, const ks_rule_input *in, const char *indent) {
+  return ks_arena_printf(arena, "%s%s", indent, indent_step(arena, in));
 }
 
 /* Accumulating functions: max and min, as spelled in CUDA. */
@@ -209,7 +223,8 @@ static bool is_pure(const char *name) {
       "fsqrt_rn", "frsqrt_rn", "fmaf_rn", "dadd_rn", "dmul_rn", "ddiv_rn", "fma_rn"};
   static const char *const prefixes[] = {"__builtin_", "__ld",   "__float2", "__int2",
                                          "__uint2",    "__ll2",  "__ull2",   "__double2",
-                                         "__float_as", "__int_as", "__uint_as", "__half2float"};
+                                         "__float_as", "__int_as", "__uint_as", "__half2float",
+                                         "make_"};
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
     if (has_prefix(name, prefixes[i]))
       return true;
@@ -669,9 +684,11 @@ static bool rows_loop_check(rows *r, const ks_anode *f, const ks_anode *stmt) {
   ks_anode_walk((ks_anode *)body, loop_visit, &w);
   if (r->why)
     return false;
-  /* an accumulator read for anything but its update carries a dependence */
+  /* an accumulator read for anything but its update carries a dependence
+   * (in the header too: the bound would see one lane's part) */
   for (size_t i = 0; i < l->accs.len; i++)
-    if (count_refs(r->arena, body, l->accs.items[i].var) != l->accs.items[i].refs)
+    if (count_refs(r->arena, body, l->accs.items[i].var) != l->accs.items[i].refs ||
+        count_refs(r->arena, start, l->accs.items[i].var) || count_refs(r->arena, end, l->accs.items[i].var))
       return rows_fail(r, "'%s' is read in a column loop while it accumulates",
                        l->accs.items[i].var->name);
   *ks_array_push(r->arena, &r->loops) = l;
@@ -731,12 +748,29 @@ static bool rows_stmt(rows *r, const ks_anode *s) {
   }
 }
 
+/* Do two column loops give each column to the same lane? They do when
+ * they start at the same value: a number, or names nothing assigns. */
+static bool same_lanes(rows *r, const rows_loop *a, const rows_loop *b) {
+  if (strcmp(squeezed(r->arena, r->k, a->start), squeezed(r->arena, r->k, b->start)) ||
+      strcmp(a->var->name, b->var->name))
+    return false;
+  node_list all = collect(r->arena, a->start);
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    if (is_memory(n) || n->kind == KS_AK_CALL ||
+        (n->kind == KS_AK_DECL_REF && (!n->decl || ks_rt_modified(r->k->body, n->decl))))
+      return false;
+  }
+  return true;
+}
+
 /* Two lanes never touch one element where one of them writes it, and no
  * lane reads what lane 0 alone writes: a buffer written in a column loop
- * is accessed only in that loop, at the very address of the write (the
- * same column, so the same lane); a buffer written outside the loops is
- * accessed only by lane 0. Buffers are told apart by the pointer parameter
- * they come from (separate buffers, as the judge allocates them). */
+ * is accessed only in column loops, at the very address of the write, and
+ * in loops that give each column to the same lane; a buffer written
+ * outside the loops is accessed only by lane 0. Buffers are told apart by
+ * the pointer parameter they come from (separate buffers, as the judge
+ * allocates them). */
 static bool rows_dependences(rows *r) {
   bool any_store = false;
   for (size_t i = 0; i < r->access.len; i++)
@@ -754,7 +788,11 @@ static bool rows_dependences(rows *r) {
       const rows_access *b = &r->access.items[j];
       if (j == i || !b->root || strcmp(a->root, b->root))
         continue;
-      bool ok = a->loop ? b->loop == a->loop && !strcmp(a->key, b->key) : !b->loop && b->lane0;
+      /* the same address in the same lane: the same loop, or another one
+       * that gives its columns to the same lanes */
+      bool ok = a->loop ? b->loop && !strcmp(a->key, b->key) &&
+                              (b->loop == a->loop || same_lanes(r, a->loop, b->loop))
+                        : !b->loop && b->lane0;
       if (!ok)
         return rows_fail(r, "it writes '%s' and %s '%s'%s", a->text, b->store ? "writes" : "reads",
                          b->text, a->loop ? " at another column or outside the loop" : "");
@@ -845,7 +883,8 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
                           ? lane
                           : ks_arena_printf(arena, "%s + %s",
                                             s->kind == KS_AK_DECL_REF || s->kind == KS_AK_SUBSCRIPT ||
-                                                    s->kind == KS_AK_CALL || s->kind == KS_AK_MEMBER
+                                                    s->kind == KS_AK_CALL || s->kind == KS_AK_MEMBER ||
+                                                    s->kind == KS_AK_INT_LITERAL
                                                 ? rows_text(r, l->start)
                                                 : ks_arena_printf(arena, "(%s)", rows_text(r, l->start)),
                                             lane);
@@ -868,7 +907,7 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
      * so every lane ends with the same bits. */
     if (a->fn)
       ks_buf_addf(&after, "\n%sfor (int %s = 16; %s > 0; %s >>= 1)\n%s%s = %s(%s, __shfl_xor_sync(0xffffffffu, %s, %s));",
-                  indent, off, off, off, deeper(arena, indent), v, a->fn, v, v, off);
+                  indent, off, off, off, deeper(arena, in, indent), v, a->fn, v, v, off);
     else
       ks_buf_addf(&after, "\n%sfor (int %s = 16; %s > 0; %s >>= 1) %s += __shfl_xor_sync(0xffffffffu, %s, %s);",
                   indent, off, off, off, v, v, off);
@@ -1188,6 +1227,10 @@ static int apply_warp_reduce(ks_ctx *ctx, const ks_rule_input *in, int param, ks
   (void)param;
   const ks_kast *k = in->ast;
   node_list all = collect(arena, k->body);
+  for (size_t i = 0; i < all.len; i++)
+    if (all.items[i]->kind == KS_AK_CALL && has_prefix(callee(arena, all.items[i]), "__shfl"))
+      return ks_rt_not_applicable(arena, out, "it already reduces with warp shuffles (%s)",
+                                  callee(arena, all.items[i]));
   tree_red t = {0};
   bool found = false;
   for (size_t i = 0; i < all.len && !found; i++) {
@@ -1197,9 +1240,9 @@ static int apply_warp_reduce(ks_ctx *ctx, const ks_rule_input *in, int param, ks
     found = red_match(&t, k, arena, all.items[i]);
   }
   if (!found)
-    return ks_rt_not_applicable(arena, out, "it has no shared-memory tree reduction ('for (s = 1; s < N; "
-                                            "s *= 2) { if (tid %% (2 * s) == 0) P[tid] += P[tid + s]; "
-                                            "__syncthreads(); }' or 'for (s = N / 2; s > 0; s >>= 1) ...')");
+    return ks_rt_not_applicable(arena, out, "it has no shared-memory tree reduction of its block into "
+                                            "element 0 (for (s = N / 2; s > 0; s >>= 1) { if (tid < s) "
+                                            "P[tid] += P[tid + s]; __syncthreads(); } or the s *= 2 form)");
   const ks_anode *f = t.loop;
   if (f->from_macro || f->begin < in->variant_offset)
     return ks_rt_not_applicable(arena, out, "its reduction loop comes from a macro");
@@ -1237,7 +1280,7 @@ static int apply_warp_reduce(ks_ctx *ctx, const ks_rule_input *in, int param, ks
   const char *ind = ks_rt_line_indent(arena, unit, f->begin);
   /* with a template value or a number, the block may not be N threads:
    * the original loop stays for that case */
-  const char *i1 = size_is_block ? ind : deeper(arena, ind), *i2 = deeper(arena, i1);
+  const char *i1 = size_is_block ? ind : deeper(arena, in, ind), *i2 = deeper(arena, in, i1);
   const char *step = red_step_text(arena, t.fn, v, off);
   ks_buf b = KS_BUF_INIT;
   if (!size_is_block)
@@ -1259,7 +1302,7 @@ static int apply_warp_reduce(ks_ctx *ctx, const ks_rule_input *in, int param, ks
   if (!size_is_block) {
     const char *orig = ks_arena_strndup(arena, unit + begin, end - begin);
     ks_buf_addf(&b, "\n%s} else {\n%s%s\n%s}", ind, i1,
-                ks_rt_indent_more(arena, orig, strchr(ind, '\t') ? "\t" : "    "), ind);
+                ks_rt_indent_more(arena, orig, indent_step(arena, in)), ind);
   }
   ks_edits e = {0};
   ks_edits_add(arena, &e, at(in, begin), at(in, end), ks_arena_strdup(arena, b.data));
@@ -1376,22 +1419,27 @@ static const char *atomic_type(ks_arena *arena, const ks_anode *p) {
   }
 }
 
-/* Does an enclosing `if` let one thread alone through (tid == 0)? Then
- * there is nothing to combine. */
-static bool is_thread_index(const ks_kast *k, const ks_anode *n) {
+/* Does an enclosing `if` let one thread of a block or of a warp alone
+ * through (tid == 0, lane == 0)? Then there is nothing to combine. */
+static bool is_thread_index(const ks_kast *k, const ks_anode *n, int depth) {
   n = bare_c(n);
+  if (!n || depth > 4)
+    return false;
   if (ks_anode_is_builtin(n, "threadIdx", 0))
     return true;
-  return n && n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_VAR &&
-         !ks_rt_modified(k->body, n->decl) && ks_anode_is_builtin(bare_c(ks_rt_var_init(n->decl)), "threadIdx", 0);
+  /* its lane: threadIdx.x % 32, threadIdx.x & 31 */
+  if ((is_bin(n, "%") && is_int(n->kids[1], 32)) || (is_bin(n, "&") && is_int(n->kids[1], 31)))
+    return is_thread_index(k, n->kids[0], depth + 1);
+  return n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_VAR &&
+         !ks_rt_modified(k->body, n->decl) && is_thread_index(k, ks_rt_var_init(n->decl), depth + 1);
 }
 
 static bool one_thread(const ks_kast *k, const ks_anode *cond) {
   cond = bare_c(cond);
   if (is_bin(cond, "&&"))
     return one_thread(k, cond->kids[0]) || one_thread(k, cond->kids[1]);
-  return is_bin(cond, "==") && ((is_thread_index(k, cond->kids[0]) && uniform(k, cond->kids[1], 0)) ||
-                                (is_thread_index(k, cond->kids[1]) && uniform(k, cond->kids[0], 0)));
+  return is_bin(cond, "==") && ((is_thread_index(k, cond->kids[0], 0) && uniform(k, cond->kids[1], 0)) ||
+                                (is_thread_index(k, cond->kids[1], 0) && uniform(k, cond->kids[0], 0)));
 }
 
 static bool single_thread(const ks_kast *k, const ks_anode *call) {
@@ -1405,23 +1453,23 @@ static bool single_thread(const ks_kast *k, const ks_anode *call) {
 /* The reduction of `val` over the lanes in `mask` (all of them hold the
  * result): one instruction for 32-bit integers on sm_80 and later, else a
  * butterfly for a full warp and a walk over the lanes otherwise. */
-static void atomic_sum(ks_buf *b, ks_arena *arena, const char *src, const char *type, const char *val,
+static void atomic_sum(ks_buf *b, ks_arena *arena, const ks_rule_input *in, const char *type, const char *val,
                        const char *mask, bool may_be_full, const char *ind) {
-  const char *i1 = deeper(arena, ind);
+  const char *i1 = deeper(arena, in, ind), *src = in->parent->source;
   const char *sum = ks_rt_fresh(arena, src, "ks_sum"), *m = ks_rt_fresh(arena, src, "ks_m");
   const char *off = ks_rt_fresh(arena, src, "ks_off");
   bool int32 = !strcmp(type, "int") || !strcmp(type, "unsigned int") || !strcmp(type, "unsigned");
   if (int32)
     ks_buf_addf(b, "#if __CUDA_ARCH__ >= 800\n%s%s = __reduce_add_sync(%s, %s);\n#else\n", ind, val, mask, val);
-  const char *in = may_be_full ? i1 : ind;
+  const char *at_ind = may_be_full ? i1 : ind;
   if (may_be_full)
     ks_buf_addf(b, "%sif (%s == 0xffffffffu) {\n%sfor (int %s = 16; %s > 0; %s >>= 1) "
                    "%s += __shfl_xor_sync(0xffffffffu, %s, %s);\n%s} else {\n",
                 ind, mask, i1, off, off, off, val, val, off, ind);
-  ks_buf_addf(b, "%s%s %s = 0;\n", in, type, sum);
+  ks_buf_addf(b, "%s%s %s = 0;\n", at_ind, type, sum);
   ks_buf_addf(b, "%sfor (unsigned %s = %s; %s; %s &= %s - 1) %s += __shfl_sync(%s, %s, __ffs(%s) - 1);\n",
-              in, m, mask, m, m, m, sum, mask, val, m);
-  ks_buf_addf(b, "%s%s = %s;\n", in, val, sum);
+              at_ind, m, mask, m, m, m, sum, mask, val, m);
+  ks_buf_addf(b, "%s%s = %s;\n", at_ind, val, sum);
   if (may_be_full)
     ks_buf_addf(b, "%s}\n", ind);
   if (int32)
@@ -1440,7 +1488,7 @@ static const char *atomic_site(const ks_rule_input *in, ks_arena *arena, const k
   if (!is_expr_stmt(call))
     return "it uses the value atomicAdd returns";
   if (single_thread(k, call))
-    return "one thread of a block does its atomicAdd (nothing to combine)";
+    return "one thread of a block or warp does its atomicAdd (nothing to combine)";
   const char *type = atomic_type(arena, call->kids[0]);
   if (!type || (!is_template_type(k, type) && strcmp(type, "int") && strcmp(type, "unsigned int") &&
                 strcmp(type, "unsigned") && strcmp(type, "unsigned long long") &&
@@ -1450,7 +1498,7 @@ static const char *atomic_site(const ks_rule_input *in, ks_arena *arena, const k
                            type ? type : "type it cannot tell");
   bool same_address = uniform(k, call->kids[0], 0), same_value = uniform(k, call->kids[1], 0);
   const char *addr = ks_anode_text(arena, k, call->kids[0]), *value = ks_anode_text(arena, k, call->kids[1]);
-  const char *ind = ks_rt_line_indent(arena, in->unit, call->begin), *i1 = deeper(arena, ind);
+  const char *ind = ks_rt_line_indent(arena, in->unit, call->begin), *i1 = deeper(arena, in, ind);
   const char *mask = ks_rt_fresh(arena, src, "ks_mask"), *lane = ks_rt_fresh(arena, src, "ks_lane");
   const char *val = ks_rt_fresh(arena, src, "ks_val");
   ks_buf b = KS_BUF_INIT;
@@ -1469,12 +1517,15 @@ static const char *atomic_site(const ks_rule_input *in, ks_arena *arena, const k
     ks_buf_addf(&b, "%sconst unsigned %s = __match_any_sync(%s, (unsigned long long)%s);\n", i1, group,
                 mask, ptr);
   }
-  if (same_value) {
+  if (same_value && is_int(call->kids[1], 1)) {
+    ks_buf_addf(&b, "%sif (%s == __ffs(%s) - 1) atomicAdd(%s, (%s)__popc(%s));\n", i1, lane, group,
+                target, type, group);
+  } else if (same_value) {
     ks_buf_addf(&b, "%sif (%s == __ffs(%s) - 1) atomicAdd(%s, (%s)(%s) * (%s)__popc(%s));\n", i1, lane,
                 group, target, type, value, type, group);
   } else {
     ks_buf_addf(&b, "%s%s %s = %s;\n", i1, type, val, value);
-    atomic_sum(&b, arena, src, type, val, group, same_address, i1);
+    atomic_sum(&b, arena, in, type, val, group, same_address, i1);
     ks_buf_addf(&b, "%sif (%s == __ffs(%s) - 1) atomicAdd(%s, %s);\n", i1, lane, group, target, val);
   }
   ks_buf_addf(&b, "%s}", ind);
@@ -1507,7 +1558,9 @@ static int apply_warp_atomic(ks_ctx *ctx, const ks_rule_input *in, int param, ks
       why = why ? why : problem;
       continue;
     }
-    ks_edits_add(arena, &e, at(in, n->begin), at(in, stmt_end(in->unit, n)), text);
+    const ks_anode *stmt; /* the call with the parentheses around it */
+    ks_rt_up(n, &stmt);
+    ks_edits_add(arena, &e, at(in, stmt->begin), at(in, stmt_end(in->unit, stmt)), text);
   }
   if (!e.len)
     return ks_rt_not_applicable(arena, out, "%s", why ? why : "it has no atomicAdd");

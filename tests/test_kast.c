@@ -719,6 +719,45 @@ static void names_namespaces_instantiations(void **state) {
   assert_true(ks_anode_is_builtin(find(&c, KS_AK_MEMBER, "threadIdx.x"), "threadIdx", 'x'));
 }
 
+static void shared_lambda_switch(void **state) {
+  (void)state;
+  ks_kast k;
+  parse_ok("#define SHMEM extern __shared__ float smem[]\n"
+           "__global__ void more(float *out, const float *in, int n) {\n"
+           "  SHMEM;\n"
+           "  extern __shared__ float dyn[];\n"
+           "  auto f = [=] __device__ (float x) { return x * 2.0f; };\n"
+           "  float s = 0.0f;\n"
+           "  switch (n) { case 1: s = 1.0f; break; default: break; }\n"
+           "  s += f(in[threadIdx.x]);\n"
+           "  dyn[threadIdx.x] = s;\n"
+           "  if (threadIdx.x == 0) out[blockIdx.x] = smem[0] + dyn[0];\n"
+           "}\n",
+           "more", &k);
+  check_tree(&k, 0);
+  ks_anode *smem = find_nth(&k, KS_AK_VAR, NULL, "smem", 0);
+  assert_true(smem->shared_space);
+  assert_true(smem->from_macro);
+  assert_string_equal(T(&k, smem), "SHMEM");
+  ks_anode *dyn = find_nth(&k, KS_AK_VAR, NULL, "dyn", 0);
+  assert_true(dyn->shared_space);
+  assert_false(dyn->from_macro);
+  assert_string_equal(dyn->type, "float[]");
+  assert_ptr_equal(find(&k, KS_AK_SUBSCRIPT, "smem[0]")->kids[0]->decl, smem);
+  /* A lambda call is named after the lambda; its parameter is its own. */
+  ks_anode *call = find(&k, KS_AK_CALL, "f(in[threadIdx.x])");
+  assert_string_equal(call->name, "f");
+  assert_int_equal(call->nkids, 1);
+  assert_int_equal(call->kids[0]->kind, KS_AK_SUBSCRIPT);
+  ks_anode *x = find_nth(&k, KS_AK_PARAM, NULL, "x", 0);
+  assert_int_equal(x->parent->kind, KS_AK_OTHER);
+  assert_ptr_equal(find(&k, KS_AK_BINARY, "x * 2.0f")->kids[0]->decl, x);
+  assert_int_equal(k.nparams, 3);
+  ks_anode *sw = find(&k, KS_AK_OTHER, "switch (n) { case 1: s = 1.0f; break; default: break; }");
+  assert_string_equal(sw->kind_name, "SwitchStmt");
+  assert_ptr_equal(sw->kids[0]->decl, k.params[2]);
+}
+
 /* ---- helpers ---- */
 
 static bool stop_at_if(ks_anode *n, void *arg) {
@@ -887,6 +926,7 @@ int main(void) {
       cmocka_unit_test(transpose_two_dimensions),
       cmocka_unit_test(misc_constructs),
       cmocka_unit_test(names_namespaces_instantiations),
+      cmocka_unit_test(shared_lambda_switch),
       cmocka_unit_test(walk_and_strip),
       cmocka_unit_test(syntax_error_names_the_line),
       cmocka_unit_test(missing_kernel),

@@ -195,6 +195,9 @@ static void format_round_trips(void **state) {
    * technique line are not stacked. */
   assert_string_equal(ks_variant_format(&a, &back, "block=256, vec4"), text);
 
+  assert_string_equal(ks_variant_techniques(&a, &back), "block=256, vec4");
+  assert_null(ks_variant_techniques(&a, &v));
+
   /* No policy, no guards, no techniques; a template kernel. */
   ks_variant t = {.source = "template <typename T>\n__global__ void k_ks_variant(T *x) { x[0] = 1; }\n",
                   .kernel_name = "k_ks_variant"};
@@ -421,13 +424,24 @@ static void run_directory(const char *rel, bool all_choices, bool compose, tally
   }
 
   t_rules = now_s() - t_scanned - t_targets;
-  /* Every unit in one call: the compile service runs them in parallel. */
-  size_t n = rs.todo.len;
-  ks_compile_unit *units = ks_arena_alloc(&arena, (n + 1) * sizeof *units);
-  ks_compile_result *res = ks_arena_alloc(&arena, (n + 1) * sizeof *res);
-  for (size_t i = 0; i < n; i++) {
-    units[i] = rs.todo.items[i].unit;
-    units[i].name_expressions = &rs.todo.items[i].name_expression;
+  /* Every distinct unit in one call: the compile service runs them in
+   * parallel. Rules that change only the launch make children with their
+   * parent's text: one compile covers them all. */
+  size_t n = 0;
+  ks_compile_unit *units = ks_arena_alloc(&arena, (rs.todo.len + 1) * sizeof *units);
+  ks_compile_result *res = ks_arena_alloc(&arena, (rs.todo.len + 1) * sizeof *res);
+  const char **whats = ks_arena_alloc(&arena, (rs.todo.len + 1) * sizeof *whats);
+  for (size_t i = 0; i < rs.todo.len; i++) {
+    const pending *p = &rs.todo.items[i];
+    bool seen = false;
+    for (size_t j = 0; j < n && !seen; j++)
+      seen = !strcmp(units[j].source, p->unit.source) &&
+             !strcmp(units[j].name_expressions[0], p->name_expression);
+    if (seen)
+      continue;
+    units[n] = p->unit;
+    units[n].name_expressions = &p->name_expression;
+    whats[n++] = p->what;
   }
   ks_compiler compiler;
   if (ks_compiler_init(&ctx, &compiler, "sm_90", NULL))
@@ -437,9 +451,9 @@ static void run_directory(const char *rel, bool all_choices, bool compose, tally
     fail_msg("compile: %s", ctx.error);
   for (size_t i = 0; i < n; i++)
     if (res[i].status != KS_COMPILE_OK)
-      report(&rs, "%s does not compile: %s\n%s\n--- variant ---\n%s", rs.todo.items[i].what, res[i].reason,
+      report(&rs, "%s does not compile: %s\n%s\n--- variant ---\n%s", whats[i], res[i].reason,
              res[i].log ? res[i].log : "", units[i].candidate);
-  printf("%s: %zu units compiled; seconds: scan %.1f, targets %.1f, rules %.1f, compile %.1f\n", rel, n,
+  printf("%s: %zu children, %zu distinct units compiled; seconds: scan %.1f, targets %.1f, rules %.1f, compile %.1f\n", rel, rs.todo.len, n,
          t_scanned - t_start, t_targets, t_rules, now_s() - t_compile);
   *units_total += (unsigned)n;
   ks_compiler_release(&compiler);
@@ -499,11 +513,133 @@ static void every_rule_on_the_frontend_fixtures(void **state) {
   print_tally(&fixtures);
 }
 
+/* ---- the launch rules' edge cases (testdata/rules/launch.cu) ---------- */
+
+typedef struct fixture {
+  ks_ctx ctx;
+  ks_arena arena;
+  ks_scan_options opts;
+  const char *paths[1];
+  ks_scan scan;
+} fixture;
+
+/* Applies `rule=param` to the seed of `kernel`; the child compiles where it
+ * applies. */
+static ks_rule_result apply_to(fixture *f, const char *kernel, const char *rule, int param) {
+  const ks_kernel *k;
+  if (ks_scan_lookup(&f->ctx, &f->scan, kernel, &k))
+    fail_msg("%s", f->ctx.error);
+  ks_target *t = ks_arena_alloc(&f->arena, sizeof *t);
+  ks_variant seed;
+  bool is_template;
+  ks_rule_input in;
+  if (ks_target_open_kernel(&f->ctx, &f->opts, &f->scan, k, &f->arena, t) ||
+      ks_rules_seed(&f->ctx, t, &f->arena, &seed, &is_template) ||
+      ks_rules_prepare(&f->ctx, t, &seed, is_template, &f->arena, &in))
+    fail_msg("%s: %s", kernel, f->ctx.error);
+  ks_rule_result res = {0};
+  const ks_rule *r = ks_rule_find(rule);
+  assert_non_null(r);
+  assert_int_equal(r->apply(&f->ctx, &in, param, &f->arena, &res), 0);
+  if (res.applied) {
+    ks_candidate cand;
+    if (ks_target_candidate(&f->ctx, t, &res.child, is_template, &f->arena, &cand))
+      fail_msg("%s %s=%d: %s", kernel, rule, param, f->ctx.error);
+    assert_true(cand.guards_hold[0] || cand.guards_hold[1]);
+  }
+  return res;
+}
+
+static bool has_guard(const ks_variant *v, const char *guard) {
+  for (size_t i = 0; i < v->requires.len; i++)
+    if (!strcmp(v->requires.items[i], guard))
+      return true;
+  return false;
+}
+
+static size_t count(const char *text, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+static void launch_rules_edge_cases(void **state) {
+  (void)state;
+  fixture *f = calloc(1, sizeof *f);
+  ks_ctx_init(&f->ctx, "test");
+  f->paths[0] = ks_testdata("rules/launch.cu");
+  f->opts = (ks_scan_options){.paths = f->paths, .npaths = 1, .no_compdb = true};
+  if (ks_scan_run(&f->ctx, &f->opts, &f->scan))
+    fail_msg("%s", f->ctx.error);
+
+  /* No bounds check: the new grid must divide the old one exactly. */
+  ks_rule_result r = apply_to(f, "exact_grid", "block", 128);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "(grid_x * block_x) % 128 == 0"));
+  assert_string_equal(r.child.block, "128");
+  assert_string_equal(r.technique, "block=128");
+  r = apply_to(f, "exact_grid", "block", 32008);
+  assert_false(r.applied);
+  assert_non_null(strstr(r.reason, "2-D"));
+  r = apply_to(f, "exact_grid", "grid_stride", 4);
+  assert_false(r.applied);
+
+  /* Early return, a return in the body, an unsigned index. */
+  r = apply_to(f, "early_return", "grid_stride", 1);
+  assert_true(r.applied);
+  assert_non_null(strstr(r.child.source, "for (unsigned int i = threadIdx.x + blockDim.x * blockIdx.x; "
+                                         "i < n; i += blockDim.x * gridDim.x) {"));
+  assert_int_equal(count(r.child.source, "return"), 0);
+  assert_int_equal(count(r.child.source, "continue;"), 1);
+  assert_string_equal(r.child.grid, "dim3(min(grid_x, 132 * 1), grid_y, grid_z)");
+  assert_true(has_guard(&r.child, "n + min(grid_x, 132 * 1) * block_x <= 4294967296"));
+  r = apply_to(f, "early_return", "block", 128);
+  assert_false(r.applied);
+  assert_non_null(strstr(r.reason, "already 128"));
+
+  /* An existing __launch_bounds__ is replaced, not doubled. */
+  r = apply_to(f, "early_return", "launch_bounds", 2);
+  assert_true(r.applied);
+  assert_int_equal(count(r.child.source, "__launch_bounds__"), 1);
+  assert_non_null(strstr(r.child.source, "__launch_bounds__(128, 2)"));
+  assert_true(has_guard(&r.child, "block_x * block_y * block_z == 128"));
+  r = apply_to(f, "early_return", "launch_bounds", 0);
+  assert_false(r.applied);
+  assert_non_null(strstr(r.reason, "already has __launch_bounds__(128)"));
+
+  /* A bound the guards cannot evaluate: the loop counter is widened. */
+  r = apply_to(f, "local_bound", "grid_stride", 2);
+  assert_true(r.applied);
+  assert_non_null(strstr(r.child.source, "for (long long i = "));
+  assert_int_equal(r.child.requires.len, 0);
+
+  /* One thread per block does the work: the block size is in the result. */
+  r = apply_to(f, "per_block", "block", 128);
+  assert_false(r.applied);
+  assert_non_null(strstr(r.reason, "singles out a thread of each block"));
+
+  ks_scan_release(&f->scan);
+  ks_arena_release(&f->arena);
+  ks_ctx_release(&f->ctx);
+  free(f);
+}
+
+static void every_rule_on_the_edge_cases(void **state) {
+  (void)state;
+  static tally edge;
+  unsigned applied = 0, units = 0;
+  run_directory("rules/launch.cu", true, true, &edge, &applied, &units);
+  print_tally(&edge);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(edits_apply_in_order),
       cmocka_unit_test(policy_read_and_write),
       cmocka_unit_test(format_round_trips),
+      cmocka_unit_test(launch_rules_edge_cases),
+      cmocka_unit_test(every_rule_on_the_edge_cases),
       cmocka_unit_test(every_rule_on_the_apps),
       cmocka_unit_test(every_rule_on_the_frontend_fixtures),
   };

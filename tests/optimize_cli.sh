@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# optimize and status end to end on a CPU: the README's main job without a
+# GPU (scans, slices, compiles, then says the search needs one), a search
+# with the deterministic stand-in judge (its numbers are not measurements),
+# status, usage errors, and --resume after kill -9 at random moments: the
+# resumed run finishes, and no variant is judged twice.
+# usage: optimize_cli.sh KERNELSMITH_CC TESTDATA
+set -u
+bin=$1
+data=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # name, condition...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+
+# 1. No GPU: everything but the search, then one sentence. (On a machine
+#    with a GPU this would search; the CPU-only case is what is tested.)
+if [ -z "${KS_HAVE_GPU:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  (cd "$tmp" && "$bin" optimize "$data/apps" >"$tmp/nogpu.out" 2>"$tmp/nogpu.err")
+  rc=$?
+  check "no GPU: exit 0" [ $rc -eq 0 ]
+  check "no GPU: one sentence" grep -q "kernels scanned, sliced and compiled for sm_90; the search needs an NVIDIA GPU" "$tmp/nogpu.err"
+  check "no GPU: every app kernel compiled" grep -q "^kernelsmith-cc: 14 kernels" "$tmp/nogpu.err"
+fi
+
+# 2. A search with the stand-in judge.
+"$bin" -q optimize --stand-in-judge --rounds 4 -k saxpy_kernel -k softmax_rows_kernel \
+  --store "$tmp/s1" --json "$data/apps" >"$tmp/s1.json" 2>"$tmp/s1.err"
+rc=$?
+check "stand-in search: exit 0" [ $rc -eq 0 ]
+check "stand-in search: JSON says not measured, two kernels optimized" python3 - "$tmp/s1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "kernelsmith-cc.optimize" and d["measured"] is False, d
+ks = {k["kernel"]: k for k in d["kernels"]}
+assert set(ks) == {"saxpy_kernel", "softmax_rows_kernel"}, ks.keys()
+for k in ks.values():
+    assert k["status"] == "optimized" and k["speedup"] > 1, k
+    assert k["winner_file"] and open(k["winner_file"]).read().count("kernelsmith-variant:") == 1
+# softmax's best chain uses the warp-per-row rewrite (the stand-in favours it)
+assert "warp_rows" in ks["softmax_rows_kernel"]["techniques"], ks["softmax_rows_kernel"]
+PY
+"$bin" status --store "$tmp/s1" >"$tmp/status.out" 2>&1
+check "status: the run is done" grep -Eq "^1 +.* done +evolve" "$tmp/status.out"
+"$bin" status --store "$tmp/s1" --json >"$tmp/status.json" 2>&1
+check "status --json: kernels with best variants" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["runs"][0]["status"] == "done"
+assert all(k["best_speedup"] > 1 for k in d["kernels"]), d' "$tmp/status.json"
+"$bin" optimize --resume --store "$tmp/s1" >/dev/null 2>"$tmp/resume-done.err"
+check "resume of a finished run: refused" grep -q "nothing to resume" "$tmp/resume-done.err"
+
+# 3. Usage errors.
+"$bin" optimize --strategy greedy "$data/apps" >/dev/null 2>&1
+check "bad strategy: exit 2" [ $? -eq 2 ]
+"$bin" optimize --rounds 0 "$data/apps" >/dev/null 2>&1
+check "zero rounds: exit 2" [ $? -eq 2 ]
+"$bin" optimize --stand-in-judge -k no_such_kernel --store "$tmp/s0" "$data/apps" >/dev/null 2>"$tmp/nokernel.err"
+check "unknown kernel: exit 1 naming it" [ $? -eq 1 ] && grep -q "no_such_kernel" "$tmp/nokernel.err"
+
+# 4. kill -9 at random moments, then --resume until done.
+store="$tmp/s2"
+args=(--stand-in-judge --rounds 12 --strategy beam -k gemv_kernel -k histogram_kernel
+      -k transpose_naive_kernel --store "$store" "$data/apps")
+# A kill can land before the run is stored (while kernels are sliced): then
+# the command is started again; after that, --resume takes over.
+for attempt in 1 2 3 4; do
+  if "$bin" status --store "$store" 2>/dev/null | grep -Eq "^[0-9]+ +"; then
+    "$bin" -q optimize --resume --store "$store" --json >"$tmp/resumed.json" 2>"$tmp/resumed.err" &
+  else
+    "$bin" -q optimize "${args[@]}" --json >"$tmp/resumed.json" 2>"$tmp/resumed.err" &
+  fi
+  pid=$!
+  if [ $attempt -lt 4 ]; then
+    sleep "$((RANDOM % 5 + 1)).$((RANDOM % 10))"
+    kill -9 $pid 2>/dev/null
+  fi
+  wait $pid 2>/dev/null
+  rc=$?
+done
+if grep -q "nothing to resume" "$tmp/resumed.err"; then
+  # A kill landed after the run had finished: its outcome is in the store.
+  "$bin" status --store "$store" --json >"$tmp/final-status.json"
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps({"kernels": [{"kernel": k["kernel"], "status": "optimized" if k.get("best_speedup", 0) > 1 else k["status"]} for k in d["kernels"]]}))'     "$tmp/final-status.json" >"$tmp/resumed.json"
+fi
+check "resumed after kill -9: the run finished" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert {k["kernel"] for k in d["kernels"]} == {"gemv_kernel", "histogram_kernel", "transpose_naive_kernel"}, d
+assert all(k["status"] == "optimized" for k in d["kernels"]), d' "$tmp/resumed.json"
+check "resumed after kill -9: no variant judged twice (rechecks aside)" python3 - "$store/kernelsmith.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("select variant, count(*) from evaluations where variant is not null "
+                  "and variant > 0 group by variant having count(*) > 1").fetchall()
+# A winner is judged again on fresh inputs (up to three candidates per kernel,
+# once per finished search); nothing else may appear twice.
+assert len(rows) <= 3 * 3 * 2, rows
+assert db.execute("pragma integrity_check").fetchone()[0] == "ok"
+PY
+
+echo "optimize_cli: $fails failed"
+[ $fails -eq 0 ]
