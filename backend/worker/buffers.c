@@ -159,13 +159,98 @@ void wk_buffers_free(wk_state *w, wk_buffers *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* Generating inputs on the host dominates the cost of a large size set
+ * (tens of millions of normal deviates), and a search judges every
+ * candidate of a kernel with the same seeds: the worker keeps the most
+ * recent inputs, keyed by everything that determines their bytes, within a
+ * memory cap, the oldest dropped first. */
+enum { FILL_CACHE_ENTRIES = 16 };
+static const size_t fill_cache_cap = (size_t)2 << 30;
+
+typedef struct fill_entry {
+  ks_dtype dtype;
+  ks_dist_kind dist;
+  double a, b;
+  unsigned long long count, seed;
+  size_t index, bytes;
+  unsigned long long used;
+  void *data;
+} fill_entry;
+
+typedef struct wk_fill_cache {
+  fill_entry e[FILL_CACHE_ENTRIES];
+  size_t bytes;
+  unsigned long long clock;
+} wk_fill_cache;
+
+static bool same_fill(const fill_entry *e, const ks_wbuffer *s, unsigned long long seed,
+                      size_t index) {
+  return e->data && e->dtype == s->dtype && e->dist == s->dist && e->a == s->a && e->b == s->b &&
+         e->count == s->count && e->seed == seed && e->index == index;
+}
+
+static void fill_cached(wk_state *w, const ks_wbuffer *s, unsigned long long seed, size_t index,
+                        void *host, size_t bytes) {
+  if (!w->fills)
+    w->fills = calloc(1, sizeof *w->fills);
+  wk_fill_cache *c = w->fills;
+  if (!c || bytes > fill_cache_cap / 4) {
+    wk_fill(s, seed, index, host);
+    return;
+  }
+  c->clock++;
+  for (int i = 0; i < FILL_CACHE_ENTRIES; i++)
+    if (same_fill(&c->e[i], s, seed, index)) {
+      memcpy(host, c->e[i].data, bytes);
+      c->e[i].used = c->clock;
+      return;
+    }
+  wk_fill(s, seed, index, host);
+  /* Make room: a free slot, else the least recently used, until under cap. */
+  for (;;) {
+    int victim = -1, empty = -1;
+    for (int i = 0; i < FILL_CACHE_ENTRIES; i++) {
+      if (!c->e[i].data) {
+        if (empty < 0)
+          empty = i;
+      } else if (victim < 0 || c->e[i].used < c->e[victim].used) {
+        victim = i;
+      }
+    }
+    if (empty >= 0 && c->bytes + bytes <= fill_cache_cap) {
+      void *copy = malloc(bytes);
+      if (!copy)
+        return;
+      memcpy(copy, host, bytes);
+      c->e[empty] = (fill_entry){s->dtype, s->dist, s->a, s->b, s->count, seed, index, bytes,
+                                 c->clock, copy};
+      c->bytes += bytes;
+      return;
+    }
+    if (victim < 0)
+      return;
+    c->bytes -= c->e[victim].bytes;
+    free(c->e[victim].data);
+    c->e[victim] = (fill_entry){0};
+  }
+}
+
+void wk_fill_cache_release(wk_state *w) {
+  if (!w->fills)
+    return;
+  for (int i = 0; i < FILL_CACHE_ENTRIES; i++)
+    free(w->fills->e[i].data);
+  free(w->fills);
+  w->fills = NULL;
+}
+
 int wk_buffers_fill(wk_state *w, ks_arena *arena, wk_buffers *b, unsigned long long seed,
                     wk_outcome *out) {
   for (size_t i = 0; i < b->len; i++) {
     wk_buffer *x = &b->items[i];
     if (!x->input || !x->bytes)
       continue;
-    wk_fill(x->spec, seed, i, x->input);
+    fill_cached(w, x->spec, seed, i, x->input, x->bytes);
     if (wk_cuda(w, arena, out, w->cu.MemcpyHtoD(x->pristine, x->input, x->bytes),
                 KS_RUN_LAUNCH_FAILED, NULL, "cuMemcpyHtoD (inputs)"))
       return -1;

@@ -166,6 +166,7 @@ int main(int argc, char **argv) {
     if (stop)
       break;
   }
+  wk_fill_cache_release(&w);
   wk_close(&w);
   ks_buf_release(&in);
   ks_buf_release(&out);

@@ -48,6 +48,9 @@ typedef struct wk_state {
   int smem_optin;          /* most shared memory a block may opt in to */
   CUdeviceptr flush;       /* the L2 flush buffer, kept between requests */
   size_t flush_bytes;
+  struct wk_fill_cache *fills; /* generated inputs kept between requests
+                                  (buffers.c): a search sends the same
+                                  seeds for every candidate of a kernel */
 } wk_state;
 
 /* ---- device.c ---- */
@@ -55,6 +58,8 @@ typedef struct wk_state {
  * finds it in NVML. Failure leaves the reason in open_error. */
 int wk_open(wk_state *w);
 void wk_close(wk_state *w);
+/* Frees the inputs kept between requests (buffers.c). */
+void wk_fill_cache_release(wk_state *w);
 
 /* A loaded kernel. */
 typedef struct wk_kernel {

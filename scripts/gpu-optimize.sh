@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# optimize's benchmark on a machine with an NVIDIA GPU, from the bundle made
+# by scripts/device-bundle.sh: unpacks it, runs bench/optimize/run.sh
+# (budgets from KS_ROUNDS, KS_RULES_SECONDS, KS_TUNING_SECONDS, KS_OPT_ARGS)
+# and leaves the table and the JSON in $OUT (or ./gpu-optimize-out).
+set -u
+cd "$(dirname "$0")/.."
+dest=${OUT:-gpu-optimize-out}
+mkdir -p "$dest"
+ks=/tmp/ks-bundle
+rm -rf $ks && mkdir -p $ks && tar -C $ks -xJf .bundle/ks-bundle.tar.xz || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
+export LD_LIBRARY_PATH=$ks/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export KERNELSMITH_CLANG_RESOURCE_DIR=$ks/clang
+export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader >"$dest/gpu.txt" 2>&1
+KS_BIN=$ks/bin/kernelsmith-cc KS_RESULTS="$dest" bench/optimize/run.sh 2>&1 | tee "$dest/optimize.txt"
