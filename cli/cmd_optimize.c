@@ -164,7 +164,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
   while ((opt = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "k:h", opts, NULL)) != -1) {
     if (ks_source_args_option(&c->src, opt, optarg))
       continue;
-    double secs;
+    double secs = 0;
     switch (opt) {
     case 'k':
       *ks_array_push(&c->arena, &c->kernels) = ks_arena_strdup(&c->arena, optarg);
@@ -242,7 +242,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
         return KS_EXIT_USAGE;
       break;
     case OPT_DEVICE: {
-      unsigned d;
+      unsigned d = 0;
       if (count_option(ctx, "--device", optarg, 0, 255, &d))
         return KS_EXIT_USAGE;
       c->judge.device = (int)d;
@@ -378,9 +378,9 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
               last.id, last.finished ? last.finished : "");
       goto fail;
     }
-    int sargc;
-    char **sargv;
-    const char *cwd;
+    int sargc = 0;
+    char **sargv = NULL;
+    const char *cwd = NULL;
     if (stored_argv(ctx, last.options, &c.arena, &sargc, &sargv, &cwd))
       goto fail;
     if (cwd && chdir(cwd)) {

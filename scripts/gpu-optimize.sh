@@ -13,4 +13,4 @@ export LD_LIBRARY_PATH=$ks/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KERNELSMITH_CLANG_RESOURCE_DIR=$ks/clang
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader >"$dest/gpu.txt" 2>&1
-KS_BIN=$ks/bin/kernelsmith-cc KS_RESULTS="$dest" bench/optimize/run.sh 2>&1 | tee "$dest/optimize.txt"
+KS_BIN=$ks/bin/kernelsmith-cc KS_RESULTS="$dest" KS_KEEP_STORES="$dest/stores" bench/optimize/run.sh 2>&1 | tee "$dest/optimize.txt"

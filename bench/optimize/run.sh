@@ -19,15 +19,19 @@ out=${KS_RESULTS:-bench/results}
 rounds=${KS_ROUNDS:-40}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The stores hold every variant and verdict (why a variant was WRONG, ...):
+# kept where KS_KEEP_STORES says, else dropped with the rest.
+stores=${KS_KEEP_STORES:-$tmp}
+mkdir -p "$stores"
 budget() { [ -n "${1:-}" ] && echo "--max-seconds $1" || true; }
 
 start=$(date +%s.%N)
 # shellcheck disable=SC2046,SC2086
-"$bin" -q optimize --json --store "$tmp/rules" --rounds "$rounds" $(budget "${KS_RULES_SECONDS:-}") \
+"$bin" -q optimize --json --store "$stores/rules" --rounds "$rounds" $(budget "${KS_RULES_SECONDS:-}") \
   ${KS_OPT_ARGS:-} testdata/apps >"$tmp/rules.json" || true
 mid=$(date +%s.%N)
 # shellcheck disable=SC2046,SC2086
-"$bin" -q optimize --json --store "$tmp/tuning" --proposer tuning --rounds "$rounds" \
+"$bin" -q optimize --json --store "$stores/tuning" --proposer tuning --rounds "$rounds" \
   $(budget "${KS_TUNING_SECONDS:-}") ${KS_OPT_ARGS:-} testdata/apps >"$tmp/tuning.json" || true
 end=$(date +%s.%N)
 
