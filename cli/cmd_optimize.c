@@ -278,29 +278,6 @@ static void config_release(config *c) {
   memset(c, 0, sizeof *c);
 }
 
-/* The project root: the nearest directory at or above the current one that
- * holds .git or .kernelsmith; else the current directory. */
-static const char *default_store(ks_arena *a) {
-  char cwd[4096];
-  if (!getcwd(cwd, sizeof cwd))
-    return ".kernelsmith";
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", cwd);
-  for (;;) {
-    char probe[4200];
-    struct stat st;
-    snprintf(probe, sizeof probe, "%s/.git", dir);
-    bool git = stat(probe, &st) == 0;
-    snprintf(probe, sizeof probe, "%s/.kernelsmith", dir);
-    if (git || stat(probe, &st) == 0)
-      return ks_arena_printf(a, "%s/.kernelsmith", dir);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-      break;
-    *slash = '\0';
-  }
-  return ks_arena_printf(a, "%s/.kernelsmith", cwd);
-}
 
 /* The command line as stored with the run (without --resume). */
 static const char *argv_json(int argc, char **argv) {
@@ -352,7 +329,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     config_release(&c);
     return rc;
   }
-  const char *store_dir = c.store_dir ? c.store_dir : default_store(&c.arena);
+  const char *store_dir = c.store_dir ? c.store_dir : ks_store_default_dir(&c.arena);
   long long resume_run = 0;
   ks_store *store = NULL;
   if (c.resume) {

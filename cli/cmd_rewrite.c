@@ -1,6 +1,7 @@
 /* kernelsmith-cc rewrite: the rules proposer by hand. Applies rules in
  * order to a kernel (or to a variant file of it) and prints the variant
  * they make, as a file `check --variant` reads. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,9 @@ static const char usage[] =
     "                       rule's choices, see --list); without =PARAM, the first\n"
     "                       choice that applies\n"
     "      --from FILE      start from this variant file instead of the kernel\n"
+    "      --each-rule DIR  apply every rule alone (its first choice that applies)\n"
+    "                       and write DIR/KERNEL.RULE.cu.txt for each: the variant,\n"
+    "                       or the line saying why the rule does not apply\n"
     "      --list           list the rules: name, choices, whether it is a tuning\n"
     "                       rule (launch configuration or unroll only), summary\n"
     KS_SOURCE_HELP
@@ -140,19 +144,58 @@ static int apply_step(ks_ctx *ctx, const ks_rule_input *in, const rule_step *s, 
   return 0;
 }
 
+/* Every rule alone on `start`, one file each: what the golden tests diff,
+ * with one scan and one slice for all of them. */
+static int each_rule(ks_ctx *ctx, const ks_target *t, const ks_variant *start, bool is_template,
+                     const char *kernel, const char *dir, ks_arena *arena) {
+  ks_rule_input in;
+  if (ks_rules_prepare(ctx, t, start, is_template, arena, &in)) {
+    ks_error(ctx, "%s", ctx->error);
+    return KS_EXIT_FAILURE;
+  }
+  size_t n;
+  const ks_rule *const *rules = ks_rules_all(&n);
+  for (size_t i = 0; i < n; i++) {
+    rule_step step = {.rule = rules[i]};
+    ks_rule_result res = {0};
+    const char *reason;
+    if (apply_step(ctx, &in, &step, arena, &res, &reason)) {
+      ks_error(ctx, "%s", ctx->error);
+      return KS_EXIT_FAILURE;
+    }
+    const char *path = ks_arena_printf(arena, "%s/%s.%s.cu.txt", dir, kernel, rules[i]->name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+      ks_error(ctx, "%s: %s", path, strerror(errno));
+      return KS_EXIT_FAILURE;
+    }
+    if (reason)
+      fprintf(f, "rewrite: %s does not apply to %s: %s\n", rules[i]->name,
+              t->kernel->qualified_name, reason);
+    else
+      fputs(ks_variant_format(arena, &res.child, res.technique ? res.technique : ""), f);
+    if (fclose(f)) {
+      ks_error(ctx, "%s: %s", path, strerror(errno));
+      return KS_EXIT_FAILURE;
+    }
+  }
+  return KS_EXIT_OK;
+}
+
 static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST };
+  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST, OPT_EACH };
   static const struct option opts[] = {
       KS_SOURCE_LONG,
       {"rule", required_argument, NULL, OPT_RULE}, {"from", required_argument, NULL, OPT_FROM},
-      {"list", no_argument, NULL, OPT_LIST}, {"help", no_argument, NULL, 'h'},
+      {"list", no_argument, NULL, OPT_LIST}, {"each-rule", required_argument, NULL, OPT_EACH},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args src;
   ks_source_args_init(&src, argc);
   ks_arena arena = KS_ARENA_INIT;
   ks_target target = {0};
   KS_ARRAY(rule_step) steps = {0};
-  const char *from = NULL;
+  const char *from = NULL, *each_dir = NULL;
   bool list = false;
   int rc = KS_EXIT_OK, c;
   opterr = 0;
@@ -169,6 +212,9 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
       break;
     case OPT_LIST:
       list = true;
+      break;
+    case OPT_EACH:
+      each_dir = optarg;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_rewrite);
@@ -199,6 +245,10 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
   if (from ? ks_variant_load(ctx, from, target.kernel->name, &arena, &cur, &is_template)
            : ks_rules_seed(ctx, &target, &arena, &cur, &is_template))
     goto fail;
+  if (each_dir) {
+    rc = each_rule(ctx, &target, &cur, is_template, name, each_dir, &arena);
+    goto out;
+  }
   ks_buf techniques = KS_BUF_INIT;
   /* A variant made by an earlier rewrite names its techniques: go on from
    * there. */

@@ -5,8 +5,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ks_cli.h"
 #include "ks_store.h"
@@ -28,28 +26,6 @@ static const char usage[] =
 
 const ks_command ks_cmd_status;
 
-static const char *find_store(ks_arena *a) {
-  char cwd[4096];
-  if (!getcwd(cwd, sizeof cwd))
-    return ".kernelsmith";
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", cwd);
-  for (;;) {
-    char probe[4200];
-    struct stat st;
-    snprintf(probe, sizeof probe, "%s/.kernelsmith", dir);
-    if (stat(probe, &st) == 0)
-      return ks_arena_strdup(a, probe);
-    snprintf(probe, sizeof probe, "%s/.git", dir);
-    if (stat(probe, &st) == 0)
-      break;
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-      break;
-    *slash = '\0';
-  }
-  return ks_arena_printf(a, "%s/.kernelsmith", dir);
-}
 
 typedef struct kernel_summary {
   const ks_kernel_row *row;
@@ -123,7 +99,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     goto out;
   }
   if (!dir)
-    dir = find_store(&a);
+    dir = ks_store_default_dir(&a);
   if (ks_store_open_readonly(ctx, dir, &store))
     goto fail;
   ks_run_rows runs = {0};

@@ -650,73 +650,53 @@ int ks_spec_resolve(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, const 
 
 /* ---- variants ----------------------------------------------------------- */
 
-/* `text` with each aligned(p, N) (or ks_aligned) replaced by what it means in
- * the judge, where every buffer starts 256-byte aligned: N is a power of two
- * no larger than 256. `p` must be a pointer parameter. */
-static int rewrite_aligned(ks_ctx *ctx, const ks_kernel *k, const char *text, ks_arena *arena,
-                           const char **out) {
-  ks_buf b = KS_BUF_INIT;
-  int rc = 0;
-  const char *p = text, *end = text + strlen(text);
-  while (p < end) {
-    const char *hit = NULL;
-    size_t n = 0;
-    for (const char *q = p; q < end && !hit; q++) {
-      bool start = q == text || !ks_ctext_is_ident_char(q[-1]);
-      if (start && !strncmp(q, "ks_aligned", 10) && !ks_ctext_is_ident_char(q[10]))
-        hit = q, n = 10;
-      else if (start && !strncmp(q, "aligned", 7) && !ks_ctext_is_ident_char(q[7]))
-        hit = q, n = 7;
+/* The guard functions about pointers, and what each means in the judge,
+ * where every buffer is an allocation of its own, 256-byte aligned (a
+ * patched build evaluates them on the real addresses):
+ *   aligned(p, N)   N is a power of two no larger than 256;
+ *   disjoint(p, q)  true for two different pointer parameters, false for
+ *                   one named twice.
+ * Each may also be spelled with a ks_ prefix. */
+typedef struct guard_fn {
+  const char *name;
+  size_t pointers;        /* leading arguments that must be pointer parameters */
+  const char *usage;
+} guard_fn;
+
+static const guard_fn guard_fns[] = {
+    {"aligned", 1, "aligned() takes a pointer parameter and a byte count"},
+    {"disjoint", 2, "disjoint() takes two pointer parameters"},
+};
+
+/* Where the next call of a guard function starts in [p, end), or NULL. */
+static const char *next_guard_fn(const char *text, const char *p, const char *end,
+                                 const guard_fn **fn, size_t *len) {
+  for (const char *q = p; q < end; q++) {
+    if (q != text && ks_ctext_is_ident_char(q[-1]))
+      continue;
+    const char *name = !strncmp(q, "ks_", 3) ? q + 3 : q;
+    for (size_t i = 0; i < sizeof guard_fns / sizeof *guard_fns; i++) {
+      size_t n = strlen(guard_fns[i].name);
+      if (!strncmp(name, guard_fns[i].name, n) && !ks_ctext_is_ident_char(name[n])) {
+        *fn = &guard_fns[i];
+        *len = (size_t)(name - q) + n;
+        return q;
+      }
     }
-    if (!hit) {
-      ks_buf_add(&b, p, (size_t)(end - p));
-      break;
-    }
-    ks_buf_add(&b, p, (size_t)(hit - p));
-    const char *open = hit + n;
-    while (open < end && (*open == ' ' || *open == '\t'))
-      open++;
-    const char *close = open < end && *open == '(' ? ks_ctext_matching(open, end) : NULL;
-    ks_strings args = {0};
-    if (close)
-      ks_ctext_split(arena, open + 1, close, &args);
-    if (!close || args.len != 2) {
-      rc = ks_fail(ctx, "aligned() takes a pointer parameter and a byte count: '%s'", text);
-      goto out;
-    }
-    int i = find_param(k, args.items[0]);
-    if (i < 0 || k->params.items[i].kind != KS_PARAM_POINTER) {
-      rc = ks_fail(ctx, "aligned(): '%s' is not a pointer parameter of %s", args.items[0], k->name);
-      goto out;
-    }
-    ks_buf_addf(&b, "(is_pow2(%s) && (%s) <= 256)", args.items[1], args.items[1]);
-    p = close + 1;
   }
-  *out = ks_arena_strdup(arena, b.data);
-out:
-  ks_buf_release(&b);
-  return rc;
+  return NULL;
 }
 
-/* `text` with each disjoint(p, q) (or ks_disjoint) replaced by what it
- * means in the judge, where every buffer is an allocation of its own: true
- * for two different pointer parameters, false for one named twice. (A
- * patched build compares the address ranges.) */
-static int rewrite_disjoint(ks_ctx *ctx, const ks_kernel *k, const char *text, ks_arena *arena,
-                            const char **out) {
+/* `text` with each guard function replaced by its value in the judge. */
+static int rewrite_guard_fns(ks_ctx *ctx, const ks_kernel *k, const char *text, ks_arena *arena,
+                             const char **out) {
   ks_buf b = KS_BUF_INIT;
   int rc = 0;
   const char *p = text, *end = text + strlen(text);
   while (p < end) {
-    const char *hit = NULL;
+    const guard_fn *fn = NULL;
     size_t n = 0;
-    for (const char *q = p; q < end && !hit; q++) {
-      bool start = q == text || !ks_ctext_is_ident_char(q[-1]);
-      if (start && !strncmp(q, "ks_disjoint", 11) && !ks_ctext_is_ident_char(q[11]))
-        hit = q, n = 11;
-      else if (start && !strncmp(q, "disjoint", 8) && !ks_ctext_is_ident_char(q[8]))
-        hit = q, n = 8;
-    }
+    const char *hit = next_guard_fn(text, p, end, &fn, &n);
     if (!hit) {
       ks_buf_add(&b, p, (size_t)(end - p));
       break;
@@ -730,18 +710,21 @@ static int rewrite_disjoint(ks_ctx *ctx, const ks_kernel *k, const char *text, k
     if (close)
       ks_ctext_split(arena, open + 1, close, &args);
     if (!close || args.len != 2) {
-      rc = ks_fail(ctx, "disjoint() takes two pointer parameters: '%s'", text);
+      rc = ks_fail(ctx, "%s: '%s'", fn->usage, text);
       goto out;
     }
-    for (size_t a = 0; a < 2; a++) {
+    for (size_t a = 0; a < fn->pointers; a++) {
       int i = find_param(k, args.items[a]);
       if (i < 0 || k->params.items[i].kind != KS_PARAM_POINTER) {
-        rc = ks_fail(ctx, "disjoint(): '%s' is not a pointer parameter of %s", args.items[a],
+        rc = ks_fail(ctx, "%s(): '%s' is not a pointer parameter of %s", fn->name, args.items[a],
                      k->name);
         goto out;
       }
     }
-    ks_buf_adds(&b, strcmp(args.items[0], args.items[1]) ? "1" : "0");
+    if (fn->pointers == 1)
+      ks_buf_addf(&b, "(is_pow2(%s) && (%s) <= 256)", args.items[1], args.items[1]);
+    else
+      ks_buf_adds(&b, strcmp(args.items[0], args.items[1]) ? "1" : "0");
     p = close + 1;
   }
   *out = ks_arena_strdup(arena, b.data);
@@ -780,8 +763,7 @@ int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
   for (size_t g = 0; g < v->requires.len; g++) {
     const char *text = NULL;
     ks_value val;
-    if (rewrite_aligned(ctx, k, v->requires.items[g], &arena, &text) ||
-        rewrite_disjoint(ctx, k, text, &arena, &text) ||
+    if (rewrite_guard_fns(ctx, k, v->requires.items[g], &arena, &text) ||
         ks_expr_eval(ctx, text, &env.expr, &val)) {
       char err[sizeof ctx->error];
       snprintf(err, sizeof err, "%s", ctx->error);

@@ -10,7 +10,7 @@
  * blockIdx * blockDim + threadIdx, a bounds check, accesses p[i]) and edit
  * the text, so they accept the output of the other rules where the pattern
  * is still there, and say why not where it is not. The helpers every rule
- * shares (rules_tree.h) come first. */
+ * shares are in rules_tree.c. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,467 +19,6 @@
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "rules_tree.h"
-
-/* ---- tree helpers ------------------------------------------------------- */
-
-/* An implicit node: one child with the same extent (clang's implicit casts
- * and other unexposed wrappers). */
-static bool is_wrapper(const ks_anode *n) {
-  return n->kind == KS_AK_OTHER && n->nkids == 1 && n->kids[0] && n->kids[0]->begin == n->begin &&
-         n->kids[0]->end == n->end;
-}
-
-const ks_anode *ks_rt_strip(const ks_anode *n, bool casts) {
-  while (n) {
-    if (n->kind == KS_AK_PAREN || is_wrapper(n) || (casts && n->kind == KS_AK_CAST)) {
-      if (n->nkids < 1 || !n->kids[n->nkids - 1])
-        return n;
-      n = n->kids[n->nkids - 1];
-    } else {
-      return n;
-    }
-  }
-  return n;
-}
-
-const ks_anode *ks_rt_up(const ks_anode *n, const ks_anode **child) {
-  const ks_anode *p = n->parent;
-  while (p && (p->kind == KS_AK_PAREN || is_wrapper(p))) {
-    n = p;
-    p = p->parent;
-  }
-  if (child)
-    *child = n;
-  return p;
-}
-
-const ks_anode *ks_rt_var_init(const ks_anode *var) {
-  if (!var || var->kind != KS_AK_VAR)
-    return NULL;
-  for (size_t k = var->nkids; k-- > 0;) {
-    const ks_anode *c = var->kids[k];
-    if (!c || c->kind == KS_AK_ATTR)
-      continue;
-    /* TypeRef, TemplateRef, NamespaceRef: parts of the declared type */
-    size_t len = c->kind_name ? strlen(c->kind_name) : 0;
-    if (c->kind == KS_AK_OTHER && len > 3 && !strcmp(c->kind_name + len - 3, "Ref"))
-      continue;
-    return c;
-  }
-  return NULL;
-}
-
-bool ks_rt_refers_to(const ks_anode *n, const ks_anode *decl) {
-  n = ks_rt_strip(n, false);
-  return n && n->kind == KS_AK_DECL_REF && n->decl == decl;
-}
-
-typedef struct modified_walk {
-  const ks_anode *decl;
-  bool found;
-} modified_walk;
-
-static bool visit_modified(ks_anode *n, void *arg) {
-  modified_walk *w = arg;
-  if (w->found)
-    return false;
-  const ks_anode *target = NULL;
-  if ((n->kind == KS_AK_BINARY && n->op && !strcmp(n->op, "=")) ||
-      n->kind == KS_AK_COMPOUND_ASSIGN)
-    target = n->nkids ? n->kids[0] : NULL;
-  else if (n->kind == KS_AK_UNARY && n->op &&
-           (!strcmp(n->op, "++") || !strcmp(n->op, "--") || !strcmp(n->op, "&")))
-    target = n->nkids ? n->kids[0] : NULL;
-  if (target && ks_rt_refers_to(target, w->decl))
-    w->found = true;
-  return true;
-}
-
-bool ks_rt_modified(const ks_anode *root, const ks_anode *decl) {
-  modified_walk w = {decl, false};
-  ks_anode_walk((ks_anode *)root, visit_modified, &w);
-  return w.found;
-}
-
-/* ---- text --------------------------------------------------------------- */
-
-static void render_range(ks_buf *b, const char *src, const ks_anode *n, unsigned from,
-                         unsigned to, ks_rt_replace fn, void *arg) {
-  unsigned cur = from;
-  for (size_t k = 0; k < n->nkids; k++) {
-    const ks_anode *kid = n->kids[k];
-    if (!kid || kid->end <= cur || kid->begin >= to || kid->begin >= kid->end)
-      continue;
-    if (kid->begin >= cur && kid->end <= to) {
-      const char *r = fn ? fn(kid, arg) : NULL;
-      if (r) {
-        ks_buf_add(b, src + cur, kid->begin - cur);
-        ks_buf_adds(b, r);
-        cur = kid->end;
-        continue;
-      }
-    }
-    if (kid->from_macro)
-      continue; /* copied as written, with the text around it */
-    unsigned kb = kid->begin > cur ? kid->begin : cur;
-    unsigned ke = kid->end < to ? kid->end : to;
-    ks_buf_add(b, src + cur, kb - cur);
-    render_range(b, src, kid, kb, ke, fn, arg);
-    cur = ke;
-  }
-  if (to > cur)
-    ks_buf_add(b, src + cur, to - cur);
-}
-
-void ks_rt_render_range(ks_buf *b, const char *unit, const ks_anode *n, unsigned from,
-                        unsigned to, ks_rt_replace fn, void *arg) {
-  render_range(b, unit, n, from, to, fn, arg);
-}
-
-void ks_rt_render(ks_buf *b, const char *unit, const ks_anode *n, ks_rt_replace fn, void *arg) {
-  const char *r = fn ? fn(n, arg) : NULL;
-  if (r)
-    ks_buf_adds(b, r);
-  else if (n->from_macro)
-    ks_buf_add(b, unit + n->begin, n->end - n->begin);
-  else
-    render_range(b, unit, n, n->begin, n->end, fn, arg);
-}
-
-const char *ks_rt_render_str(ks_arena *arena, const char *unit, const ks_anode *n,
-                             ks_rt_replace fn, void *arg) {
-  ks_buf b = KS_BUF_INIT;
-  ks_rt_render(&b, unit, n, fn, arg);
-  const char *s = ks_arena_strdup(arena, b.data);
-  ks_buf_release(&b);
-  return s;
-}
-
-unsigned ks_rt_stmt_end(const char *unit, const ks_anode *s) {
-  unsigned e = s->end;
-  if (e > s->begin && unit[e - 1] == ';')
-    return e;
-  /* statements that end with a block take no ';' (an if or a loop whose
-   * last statement is an expression takes that expression's) */
-  if (s->kind == KS_AK_COMPOUND ||
-      (e > s->begin && unit[e - 1] == '}' &&
-       (s->kind == KS_AK_FOR || s->kind == KS_AK_WHILE || s->kind == KS_AK_IF ||
-        (s->kind_name && !strcmp(s->kind_name, "SwitchStmt")))))
-    return e;
-  unsigned p = e;
-  while (unit[p] == ' ' || unit[p] == '\t' || unit[p] == '\n' || unit[p] == '\r')
-    p++;
-  return unit[p] == ';' ? p + 1 : e;
-}
-
-const char *ks_rt_line_indent(ks_arena *arena, const char *unit, unsigned at) {
-  unsigned start = at;
-  while (start > 0 && unit[start - 1] != '\n')
-    start--;
-  unsigned e = start;
-  while (unit[e] == ' ' || unit[e] == '\t')
-    e++;
-  return ks_arena_strndup(arena, unit + start, e - start);
-}
-
-const char *ks_rt_indent_more(ks_arena *arena, const char *text, const char *add) {
-  ks_buf b = KS_BUF_INIT;
-  for (const char *p = text; *p; p++) {
-    ks_buf_addc(&b, *p);
-    /* blank lines stay blank */
-    if (*p == '\n' && p[1] && p[1] != '\n')
-      ks_buf_adds(&b, add);
-  }
-  const char *s = ks_arena_strdup(arena, b.data);
-  ks_buf_release(&b);
-  return s;
-}
-
-static bool has_identifier(const char *text, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
-    bool start = p == text || !ks_ctext_is_ident_char(p[-1]);
-    if (start && !ks_ctext_is_ident_char(p[n]))
-      return true;
-  }
-  return false;
-}
-
-const char *ks_rt_fresh(ks_arena *arena, const char *text, const char *base) {
-  if (!has_identifier(text, base))
-    return base;
-  for (int k = 2;; k++) {
-    const char *name = ks_arena_printf(arena, "%s%d", base, k);
-    if (!has_identifier(text, name))
-      return name;
-  }
-}
-
-const char *ks_rt_paren(ks_arena *arena, const char *expr) {
-  const char *p = expr;
-  while (ks_ctext_is_ident_char(*p) || *p == '.')
-    p++;
-  if (!*p)
-    return expr; /* a name or a number */
-  if (*p == '(' && p > expr) {
-    const char *close = ks_ctext_matching(p, p + strlen(p));
-    if (close && !close[1])
-      return expr; /* a call */
-  }
-  return ks_arena_printf(arena, "(%s)", expr);
-}
-
-/* ---- the thread mapping ------------------------------------------------- */
-
-static bool is_builtin_member(const ks_anode *n, const char *builtin, char d) {
-  n = ks_rt_strip(n, true);
-  if (!n || n->kind != KS_AK_MEMBER || !n->name || n->name[0] != d || n->name[1] || n->nkids < 1)
-    return false;
-  const ks_anode *base = ks_rt_strip(n->kids[0], false);
-  return base && base->kind == KS_AK_DECL_REF && base->name && !strcmp(base->name, builtin);
-}
-
-bool ks_rt_global_index(const ks_anode *e, char d, const ks_anode **product) {
-  e = ks_rt_strip(e, true);
-  if (!e || e->kind != KS_AK_BINARY || !e->op || strcmp(e->op, "+") || e->nkids != 2)
-    return false;
-  for (int t = 0; t < 2; t++) {
-    const ks_anode *tid = e->kids[t], *prod = e->kids[1 - t];
-    if (!is_builtin_member(tid, "threadIdx", d))
-      continue;
-    const ks_anode *p = ks_rt_strip(prod, true);
-    if (!p || p->kind != KS_AK_BINARY || !p->op || strcmp(p->op, "*") || p->nkids != 2)
-      continue;
-    if ((is_builtin_member(p->kids[0], "blockIdx", d) &&
-         is_builtin_member(p->kids[1], "blockDim", d)) ||
-        (is_builtin_member(p->kids[0], "blockDim", d) &&
-         is_builtin_member(p->kids[1], "blockIdx", d))) {
-      if (product)
-        *product = prod;
-      return true;
-    }
-  }
-  return false;
-}
-
-/* Toolkit functions whose result depends on which threads run together. */
-static const char *collective_call(const char *name) {
-  static const char *const prefixes[] = {
-      "__syncthreads", "__syncwarp", "__shfl",        "__ballot",   "__any",
-      "__all",         "__activemask", "__match",     "__reduce_",  "__barrier",
-      "__threadfence_block", "this_thread_block", "this_grid", "tiled_partition",
-      "coalesced_threads", "__lane", "__nanosleep", "sync", "cg::", "barrier",
-  };
-  for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++)
-    if (!strncmp(name, prefixes[k], strlen(prefixes[k])))
-      return prefixes[k];
-  return NULL;
-}
-
-/* Words whose presence in a device function's text means it depends on the
- * thread mapping. */
-static const char *const mapping_words[] = {
-    "threadIdx", "blockIdx",  "gridDim",   "__syncthreads", "__syncwarp", "__shfl_sync",
-    "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync",
-    "__all_sync", "__activemask", "__shared__", "this_thread_block", "tiled_partition",
-    "coalesced_threads", "asm", "__match_any_sync", "__match_all_sync", "__reduce_add_sync",
-};
-
-/* The body of a function named `name` defined in [text, end): a name, its
- * parameter list, then '{' after a few qualifiers. */
-static bool find_definition(const char *text, const char *end, const char *name, const char **body,
-                            const char **body_end, const char *skip_from, const char *skip_to) {
-  size_t n = strlen(name);
-  for (const char *p = ks_ctext_find(text, end, name); p; p = ks_ctext_find(p + n, end, name)) {
-    if ((p > text && ks_ctext_is_ident_char(p[-1])) || ks_ctext_is_ident_char(p[n]))
-      continue;
-    if (p >= skip_from && p < skip_to)
-      continue;
-    const char *q = p + n;
-    while (q < end && isspace((unsigned char)*q))
-      q++;
-    if (q >= end || *q != '(')
-      continue;
-    const char *close = ks_ctext_matching(q, end);
-    if (!close)
-      continue;
-    q = close + 1;
-    for (int words = 0; words < 4; words++) {
-      while (q < end && isspace((unsigned char)*q))
-        q++;
-      if (q < end && ks_ctext_is_ident_char(*q))
-        while (q < end && ks_ctext_is_ident_char(*q))
-          q++;
-      else
-        break;
-    }
-    if (q < end && *q == '{') {
-      const char *b_end = ks_ctext_matching(q, end);
-      if (b_end) {
-        *body = q;
-        *body_end = b_end;
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-typedef struct callee_scan {
-  ks_arena *arena;
-  const char *unit, *unit_end;
-  const char *kernel_begin, *kernel_end;
-  ks_strings seen;
-  const char *problem;
-} callee_scan;
-
-static void scan_callee(callee_scan *s, const char *name, int depth) {
-  if (s->problem || depth > 8)
-    return;
-  for (size_t k = 0; k < s->seen.len; k++)
-    if (!strcmp(s->seen.items[k], name))
-      return;
-  *ks_array_push(s->arena, &s->seen) = name;
-  const char *body, *body_end;
-  const char *from = s->unit;
-  /* every overload: each definition is looked at */
-  while (from < s->unit_end &&
-         find_definition(from, s->unit_end, name, &body, &body_end, s->kernel_begin,
-                         s->kernel_end)) {
-    for (size_t w = 0; w < sizeof mapping_words / sizeof *mapping_words; w++) {
-      const char *hit = ks_ctext_find(body, body_end, mapping_words[w]);
-      size_t wl = strlen(mapping_words[w]);
-      if (hit && !ks_ctext_is_ident_char(hit[-1]) && !ks_ctext_is_ident_char(hit[wl])) {
-        s->problem = ks_arena_printf(s->arena, "calls %s, which uses %s", name, mapping_words[w]);
-        return;
-      }
-    }
-    /* and what it calls in turn */
-    for (const char *p = body; p < body_end; p++) {
-      const char *q = ks_ctext_skip_lexical(p);
-      if (q != p) {
-        p = q - 1;
-        continue;
-      }
-      if (!ks_ctext_is_ident_char(*p) || (p > body && ks_ctext_is_ident_char(p[-1])) ||
-          isdigit((unsigned char)*p))
-        continue;
-      const char *e = p;
-      while (ks_ctext_is_ident_char(*e))
-        e++;
-      const char *a = e;
-      while (isspace((unsigned char)*a))
-        a++;
-      if (*a == '(') {
-        const char *callee = ks_arena_strndup(s->arena, p, (size_t)(e - p));
-        static const char *const keywords[] = {"if", "for", "while", "switch", "return", "sizeof"};
-        bool kw = false;
-        for (size_t k = 0; k < sizeof keywords / sizeof *keywords; k++)
-          kw |= !strcmp(callee, keywords[k]);
-        if (!kw && strcmp(callee, name))
-          scan_callee(s, callee, depth + 1);
-        if (s->problem)
-          return;
-      }
-      p = e - 1;
-    }
-    from = body_end + 1;
-  }
-}
-
-typedef struct mapping_walk {
-  const ks_rule_input *in;
-  callee_scan *scan;
-  const unsigned *allowed;
-  size_t nallowed;
-  const char *problem;
-} mapping_walk;
-
-static bool visit_mapping(ks_anode *n, void *arg) {
-  mapping_walk *w = arg;
-  if (w->problem)
-    return false;
-  if (n->kind == KS_AK_VAR && n->shared_space) {
-    w->problem = ks_arena_printf(w->scan->arena, "uses shared memory ('%s')", n->name);
-  } else if (n->kind == KS_AK_CALL && n->name) {
-    const char *c = collective_call(n->name);
-    if (c)
-      w->problem = ks_arena_printf(w->scan->arena, "calls %s", n->name);
-    else {
-      scan_callee(w->scan, n->name, 0);
-      w->problem = w->scan->problem;
-    }
-  } else if (w->allowed && n->kind == KS_AK_DECL_REF && !n->decl && n->name &&
-             (!strcmp(n->name, "threadIdx") || !strcmp(n->name, "blockIdx") ||
-              !strcmp(n->name, "gridDim"))) {
-    bool ok = false;
-    for (size_t k = 0; k + 1 < w->nallowed * 2; k += 2)
-      ok |= n->begin >= w->allowed[k] && n->end <= w->allowed[k + 1];
-    if (!ok)
-      w->problem = ks_arena_printf(w->scan->arena,
-                                   "reads %s outside the global index (the work of a thread "
-                                   "depends on which thread it is)",
-                                   n->name);
-  } else if (n->kind == KS_AK_OTHER && n->kind_name && strstr(n->kind_name, "Asm")) {
-    w->problem = "has inline assembly";
-  }
-  return !w->problem;
-}
-
-const char *ks_rt_mapping_problem(ks_arena *arena, const ks_rule_input *in,
-                                  const unsigned *allowed, size_t nallowed) {
-  callee_scan scan = {.arena = arena,
-                      .unit = in->unit,
-                      .unit_end = in->unit + strlen(in->unit),
-                      .kernel_begin = in->unit + in->ast->root->begin,
-                      .kernel_end = in->unit + in->ast->root->end};
-  mapping_walk w = {in, &scan, allowed, nallowed, NULL};
-  ks_anode_walk(in->ast->body, visit_mapping, &w);
-  if (!w.problem && strstr(in->parent->source, "__shared__"))
-    w.problem = "uses shared memory";
-  return w.problem;
-}
-
-/* ---- results ------------------------------------------------------------ */
-
-int ks_rt_not_applicable(ks_arena *arena, ks_rule_result *out, const char *fmt, ...) {
-  va_list ap;
-  char msg[1024];
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  out->applied = false;
-  out->reason = ks_arena_strdup(arena, msg);
-  return 0;
-}
-
-int ks_rt_finish(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena, const ks_edits *edits,
-                 const char *technique, ks_rule_result *out) {
-  ks_rule_child_init(arena, in, &out->child);
-  const char *src = ks_edits_apply(ctx, arena, in->parent->source, edits);
-  if (!src)
-    return -1;
-  out->child.source = src;
-  out->applied = true;
-  out->reason = NULL;
-  out->technique = technique;
-  return 0;
-}
-
-/* The offset in the parent's source of a unit offset. */
-static size_t src_at(const ks_rule_input *in, unsigned unit_offset) {
-  return unit_offset - in->variant_offset;
-}
-
-/* The node's text. */
-static const char *text_of(ks_arena *arena, const ks_rule_input *in, const ks_anode *n) {
-  return ks_anode_text(arena, in->ast, n);
-}
-
-static void render_span(ks_buf *b, const ks_rule_input *in, const ks_anode *parent,
-                        unsigned from, unsigned to, ks_rt_replace fn, void *arg) {
-  render_range(b, in->unit, parent, from, to, fn, arg);
-}
 
 /* ---- the shape of a kernel: global indexes and the bounds check --------- */
 
@@ -687,7 +226,7 @@ static bool visit_guardable(ks_anode *n, void *arg) {
   case KS_AK_CAST:
     break;
   default:
-    if (!is_wrapper(n) && !(n->kind == KS_AK_OTHER && n->kind_name &&
+    if (!ks_rt_is_wrapper(n) && !(n->kind == KS_AK_OTHER && n->kind_name &&
                             strstr(n->kind_name, "Ref")))
       w->ok = false;
   }
@@ -790,7 +329,7 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
   if (!guardable(sh.body, sh.bound))
     return ks_rt_not_applicable(arena, out,
                                 "the bound '%s' is not made of scalar parameters and constants",
-                                text_of(arena, in, sh.bound));
+                                ks_rt_text_of(arena, in, sh.bound));
   const ks_anode *body = sh.body;
   const ks_anode *last = body->kids[body->nkids - 1];
   for (size_t k = sh.first; k < body->nkids && !problem; k++)
@@ -808,7 +347,7 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
   r.init = init;
   if (sh.dim == 0) {
     r.new_init = ks_arena_printf(arena, "%s + %s * gridDim.x * blockDim.x",
-                                 text_of(arena, in, init), k_term);
+                                 ks_rt_text_of(arena, in, init), k_term);
   } else {
     const ks_anode *product;
     ks_rt_global_index(init, 'y', &product);
@@ -816,14 +355,14 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
       return ks_rt_not_applicable(arena, out, "the global index comes from a macro");
     coarsen_render pr = {.product = product,
                          .new_product = ks_arena_printf(arena, "%s * %d",
-                                                        text_of(arena, in, product), param)};
+                                                        ks_rt_text_of(arena, in, product), param)};
     const char *scaled = ks_rt_render_str(arena, in->unit, init, coarsen_replace, &pr);
     r.new_init = ks_arena_printf(arena, "%s + %s * blockDim.y", scaled, k_term);
   }
   const ks_anode *first = body->kids[sh.first];
   unsigned end = ks_rt_stmt_end(in->unit, last);
   ks_buf region = KS_BUF_INIT;
-  render_span(&region, in, body, first->begin, end, coarsen_replace, &r);
+  ks_rt_render_span(&region, in, body, first->begin, end, coarsen_replace, &r);
   const char *ind = ks_rt_line_indent(arena, in->unit, first->begin);
   const char *unit = indent_unit(arena, in, first);
   const char *loop = ks_arena_printf(
@@ -832,14 +371,14 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
   ks_buf_release(&region);
 
   ks_edits edits = {0};
-  ks_edits_add(arena, &edits, src_at(in, first->begin), src_at(in, end), loop);
+  ks_edits_add(arena, &edits, ks_rt_src_at(in, first->begin), ks_rt_src_at(in, end), loop);
   if (ks_rt_finish(ctx, in, arena, &edits, ks_arena_printf(arena, "coarsen=%d", param), out))
     return -1;
   ks_rule_policy pol;
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return -1;
   ks_rule_require(arena, &out->child,
-                  coverage_guard(arena, &pol, sh.dim, text_of(arena, in, sh.bound)));
+                  coverage_guard(arena, &pol, sh.dim, ks_rt_text_of(arena, in, sh.bound)));
   /* a 32-bit index of the last extra threads must not wrap (in y, grid and
    * block limits keep it far below) */
   if (sh.dim == 0 && !is_wide_type(type))
@@ -935,7 +474,7 @@ static bool result_unused(const ks_anode *call) {
 static bool user_function(const ks_rule_input *in, const char *name) {
   const char *b, *e;
   const char *end = in->unit + strlen(in->unit);
-  return find_definition(in->unit, end, name, &b, &e, NULL, NULL);
+  return ks_rt_find_definition(in->unit, end, name, &b, &e, NULL, NULL);
 }
 
 static bool visit_vec_uses(ks_anode *n, void *arg) {
@@ -1120,7 +659,7 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (!guardable(body, sh.bound))
     return ks_rt_not_applicable(arena, out,
                                 "the bound '%s' is not made of scalar parameters and constants",
-                                text_of(arena, in, sh.bound));
+                                ks_rt_text_of(arena, in, sh.bound));
   /* the element's statements: the checked statement, or what follows the
    * early return */
   const ks_anode *const *stmts;
@@ -1228,17 +767,17 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   const char *ind2 = ks_arena_printf(arena, "%s%s", ind1, u);
   const char *type = without_const(iv->type ? iv->type : "int");
   const char *base = ks_rt_fresh(arena, in->unit, "ks_base");
-  const char *bound = text_of(arena, in, sh.bound);
+  const char *bound = ks_rt_text_of(arena, in, sh.bound);
   const char *pb = ks_rt_paren(arena, bound);
   ks_buf o = KS_BUF_INIT;
   /* the first element in 64 bits: a 32-bit one could wrap past the bound */
   if (is_wide_type(type))
-    ks_buf_addf(&o, "%s %s = (%s) * %d;\n", type, base, text_of(arena, in, init), V);
+    ks_buf_addf(&o, "%s %s = (%s) * %d;\n", type, base, ks_rt_text_of(arena, in, init), V);
   else
     ks_buf_addf(&o, "%s %s = (%s)(%s) * %d;\n",
                 strstr(type, "unsigned") ? "unsigned long long" : "long long", base,
                 strstr(type, "unsigned") ? "unsigned long long" : "long long",
-                text_of(arena, in, init), V);
+                ks_rt_text_of(arena, in, init), V);
   ks_buf_addf(&o, "%sif (%s < %s && %s - %s >= %d) {\n", ind, base, pb, pb, base, V);
   for (size_t k = 0; k < s.nbufs; k++) {
     vbuf *b = &s.bufs[k];
@@ -1266,14 +805,14 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     s.j = j;
     ks_buf work = KS_BUF_INIT;
     if (span_parent) {
-      render_span(&work, in, span_parent, s_begin, s_end, vec_replace, &s);
+      ks_rt_render_span(&work, in, span_parent, s_begin, s_end, vec_replace, &s);
     } else {
       ks_rt_render(&work, in->unit, then, vec_replace, &s);
       if (ks_rt_stmt_end(in->unit, then) > then->end)
         ks_buf_addc(&work, ';');
     }
     const char *index_decl =
-        !has_identifier(work.data, iv->name) ? NULL
+        !ks_rt_has_identifier(work.data, iv->name) ? NULL
         : loop_mode ? ks_arena_printf(arena, "%s %s = %s + %s;", type, iv->name, base, s.jname)
         : j == 0    ? ks_arena_printf(arena, "%s %s = %s;", type, iv->name, base)
                     : ks_arena_printf(arena, "%s %s = %s + %d;", type, iv->name, base, j);
@@ -1306,7 +845,7 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
               iv->name, bound, iv->name);
   ks_buf tail = KS_BUF_INIT;
   if (sh.early_return) {
-    render_span(&tail, in, body, s_begin, s_end, NULL, NULL);
+    ks_rt_render_span(&tail, in, body, s_begin, s_end, NULL, NULL);
     ks_buf_addf(&o, " {\n%s%s\n%s}\n", ind2,
                 ks_rt_indent_more(arena, tail.data, ks_arena_printf(arena, "%s%s", u, u)), ind1);
   } else {
@@ -1320,7 +859,7 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   unsigned region_end = ks_rt_stmt_end(in->unit, sh.early_return ? body->kids[body->nkids - 1]
                                                                   : sh.check);
   ks_edits edits = {0};
-  ks_edits_add(arena, &edits, src_at(in, body->kids[sh.first]->begin), src_at(in, region_end),
+  ks_edits_add(arena, &edits, ks_rt_src_at(in, body->kids[sh.first]->begin), ks_rt_src_at(in, region_end),
                ks_arena_strdup(arena, o.data));
   ks_buf_release(&o);
   if (ks_rt_finish(ctx, in, arena, &edits, ks_arena_printf(arena, "vec%d", V), out))
@@ -1500,7 +1039,7 @@ static const char *ldg_replace(const ks_anode *n, void *arg) {
     if (s->subs.items[k] == n) {
       ks_buf b = KS_BUF_INIT;
       ks_buf_adds(&b, "__ldg(&");
-      render_range(&b, s->unit, n, n->begin, n->end, ldg_replace, s);
+      ks_rt_render_range(&b, s->unit, n, n->begin, n->end, ldg_replace, s);
       ks_buf_adds(&b, ")");
       const char *r = ks_arena_strdup(s->arena, b.data);
       ks_buf_release(&b);
@@ -1591,7 +1130,7 @@ static int apply_restrict(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
       continue;
     written[k] = true;
     const char *pointee = p->pointee ? p->pointee : "";
-    const char *ptext = text_of(arena, in, p);
+    const char *ptext = ks_rt_text_of(arena, in, p);
     bool simple = !p->from_macro && !strchr(pointee, '*') && !strchr(pointee, '[') &&
                   !strstr(pointee, "volatile") && strchr(ptext, '*');
     if (!simple)
@@ -1599,7 +1138,7 @@ static int apply_restrict(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
     written[k] = var_written(&rs, p);
     now_const[k] = p->is_const;
     if (!written[k] && !p->is_const) {
-      ks_edits_add(arena, &edits, src_at(in, p->begin), src_at(in, p->begin), "const ");
+      ks_edits_add(arena, &edits, ks_rt_src_at(in, p->begin), ks_rt_src_at(in, p->begin), "const ");
       now_const[k] = true;
       nconst++;
     }
@@ -1607,7 +1146,7 @@ static int apply_restrict(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
       unsigned at = param_name_at(in, p);
       if (!at)
         continue;
-      ks_edits_add(arena, &edits, src_at(in, at), src_at(in, at), "__restrict__ ");
+      ks_edits_add(arena, &edits, ks_rt_src_at(in, at), ks_rt_src_at(in, at), "__restrict__ ");
       added[k] = true;
       nrestrict++;
     }
@@ -1626,7 +1165,7 @@ static int apply_restrict(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
   if (ls.subs.len || ls.derefs.len) {
     const ks_anode *body = ast->body;
     const char *text = ks_rt_render_str(arena, in->unit, body, ldg_replace, &ls);
-    ks_edits_add(arena, &edits, src_at(in, body->begin), src_at(in, body->end), text);
+    ks_edits_add(arena, &edits, ks_rt_src_at(in, body->begin), ks_rt_src_at(in, body->end), text);
   }
   const char *technique = ks_arena_printf(arena, "restrict%s", ls.subs.len || ls.derefs.len ? "+ldg" : "");
   if (ks_rt_finish(ctx, in, arena, &edits, technique, out))

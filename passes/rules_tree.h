@@ -76,6 +76,19 @@ int ks_rt_finish(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena, const ks
 int ks_rt_not_applicable(ks_arena *arena, ks_rule_result *out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Shared by the rules of rules_memory.c, rules_loop.c and the others. */
+bool ks_rt_find_definition(const char *text, const char *end, const char *name, const char **body,
+                           const char **body_end, const char *skip_from, const char *skip_to);
+bool ks_rt_has_identifier(const char *text, const char *name);
+/* A node that only wraps another (implicit conversions, unexposed). */
+bool ks_rt_is_wrapper(const ks_anode *n);
+void ks_rt_render_span(ks_buf *b, const ks_rule_input *in, const ks_anode *parent,
+                       unsigned from, unsigned to, ks_rt_replace fn, void *arg);
+/* The offset in the parent's source of a unit offset. */
+size_t ks_rt_src_at(const ks_rule_input *in, unsigned unit_offset);
+/* The node's text. */
+const char *ks_rt_text_of(ks_arena *arena, const ks_rule_input *in, const ks_anode *n);
+
 /* The device function fast_math adds for tanhf (rules_loop.c). */
 extern const char ks_fast_tanhf_source[];
 

@@ -39,6 +39,10 @@ typedef struct ks_store ks_store;
  * older schema; refuses a newer one with a sentence saying so. A locked or
  * corrupt database fails naming the file. */
 int ks_store_open(ks_ctx *ctx, const char *dir, ks_store **out);
+/* Where the store is by default: `.kernelsmith` in the project root, the
+ * nearest directory at or above the current one that holds .kernelsmith or
+ * .git (the first one found going up); else in the current directory. */
+const char *ks_store_default_dir(ks_arena *arena);
 /* Opens an existing store read-only (for `status`); fails when absent. */
 int ks_store_open_readonly(ks_ctx *ctx, const char *dir, ks_store **out);
 void ks_store_close(ks_store *s);

@@ -415,3 +415,26 @@ int ks_store_check(ks_ctx *ctx, ks_store *s, ks_arena *a, const char **problem) 
   *problem = row;
   return 0;
 }
+
+const char *ks_store_default_dir(ks_arena *arena) {
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd))
+    return ".kernelsmith";
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", cwd);
+  for (;;) {
+    char probe[4200];
+    struct stat st;
+    snprintf(probe, sizeof probe, "%s/.kernelsmith", dir);
+    if (stat(probe, &st) == 0)
+      return ks_arena_strdup(arena, probe);
+    snprintf(probe, sizeof probe, "%s/.git", dir);
+    if (stat(probe, &st) == 0)
+      return ks_arena_printf(arena, "%s/.kernelsmith", dir);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+      break;
+    *slash = '\0';
+  }
+  return ks_arena_printf(arena, "%s/.kernelsmith", cwd);
+}

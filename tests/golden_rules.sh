@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Golden tests of the rules proposer: for every kernel of testdata/apps and
-# every rule, `kernelsmith-cc rewrite KERNEL --rule RULE` (the rule's first
-# choice that applies) is diffed with testdata/rules/expected/KERNEL.RULE.cu.txt;
-# for a rule that does not apply, that file holds the one-line reason.
+# every rule, what `kernelsmith-cc rewrite KERNEL --rule RULE` prints (the
+# rule's first choice that applies; made for all rules at once with
+# --each-rule) is diffed with testdata/rules/expected/KERNEL.RULE.cu.txt; for
+# a rule that does not apply, that file holds the one-line reason.
 #
 #   KS_UPDATE_GOLDEN=1   rewrite the expected files instead of failing
 #   KS_GOLDEN_RULES=a,b  only these rules (to regenerate one rule's files)
@@ -29,23 +30,20 @@ kernels=$(cd "$data/apps" && "$bin" --color=never -q scan --long --no-compdb . 2
        /^  at / { dir = $2; sub(/\/.*/, "", dir); print name, dir }')
 [ -n "$kernels" ] || { echo "golden_rules: no kernels found under $data/apps"; exit 1; }
 
-# One job per kernel and rule, a few at a time: each rescans its app.
+# One job per kernel, a few at a time: `rewrite --each-rule` applies every
+# rule alone after one scan and one slice (the same text `rewrite --rule`
+# prints, or its one-line reason).
 jobs=$(nproc 2>/dev/null || echo 2)
-run_one() { # kernel dir rule
-  local out=$work/$1.$3
-  if (cd "$data/apps" && "$bin" --color=never -q rewrite --no-compdb "$1" --rule "$3" "$2") \
-      >"$out.stdout" 2>"$out.stderr"; then
-    cp "$out.stdout" "$out.actual"
-  else
-    # The reason alone: other messages (the scan's warnings) are not part of it.
-    grep '^rewrite: ' "$out.stderr" >"$out.actual" || cp "$out.stderr" "$out.actual"
-  fi
+run_kernel() { # kernel dir
+  (cd "$data/apps" && "$bin" --color=never -q rewrite --no-compdb "$1" --each-rule "$work" "$2") \
+    >"$work/$1.stdout" 2>"$work/$1.stderr" || cat "$work/$1.stderr"
+  for rule in $rules; do
+    [ -f "$work/$1.$rule.cu.txt" ] && mv "$work/$1.$rule.cu.txt" "$work/$1.$rule.actual"
+  done
 }
 while read -r kernel dir; do
-  for rule in $rules; do
-    run_one "$kernel" "$dir" "$rule" &
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  done
+  run_kernel "$kernel" "$dir" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
 done <<<"$kernels"
 wait
 
