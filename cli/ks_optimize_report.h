@@ -29,6 +29,8 @@ typedef struct ks_outcome {
   unsigned evaluated, correct, wrong, refused, duplicates, rounds;
   double seconds;
   long long variant_id;
+  bool budget_hit;         /* stopped by --max-seconds: --resume gives it
+                              more time */
 } ks_outcome;
 typedef KS_ARRAY(ks_outcome) ks_outcomes;
 

@@ -202,6 +202,7 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double sec
   o->refused = r.refused;
   o->duplicates = r.duplicates;
   o->rounds = r.rounds_done;
+  o->budget_hit = r.time_budget_hit;
   o->bw_fraction = r.baseline.base_bw_fraction;
   if (r.best) {
     o->status = "optimized";
@@ -232,6 +233,7 @@ int optimize_run(optimize_job *job) {
   ks_outcomes outcomes = {0};
   KS_ARRAY(kjob) jobs = {0};
   int lock_fd = -1;
+  bool budget_stopped = false;
   double t0 = now_seconds();
 
   if (ks_scan_run(ctx, job->scan, &scan))
@@ -403,7 +405,9 @@ int optimize_run(optimize_job *job) {
       continue;
     }
     k->outcome->seconds = now_seconds() - k0;
-    const char *st = *job->interrupted ? "searching" : "done";
+    /* A search its budget stopped is not done: --resume goes on with it. */
+    const char *st = *job->interrupted || k->outcome->budget_hit ? "searching" : "done";
+    budget_stopped |= k->outcome->budget_hit;
     if (ks_store_kernel_update(ctx, job->store, k->store_id, st, NULL, k->outcome->baseline_ms))
       goto fail;
     if (!progress.live && !job->json)
@@ -416,9 +420,14 @@ int optimize_run(optimize_job *job) {
                     "kernelsmith-cc optimize --resume\n",
             ctx->prog);
     exit_code = KS_EXIT_FAILURE;
-  } else if (ks_store_run_finish(ctx, job->store, runid, exit_code ? "failed" : "done")) {
+  } else if (ks_store_run_finish(ctx, job->store, runid,
+                                 exit_code ? "failed" : budget_stopped ? "stopped" : "done")) {
     goto fail;
   }
+  if (budget_stopped && !*job->interrupted)
+    fprintf(stderr, "%s: the budget stopped the search before its last round; continue with: "
+                    "kernelsmith-cc optimize --resume\n",
+            ctx->prog);
   for (size_t i = 0; i < jobs.len; i++)
     *ks_array_push(&arena, &outcomes) = *jobs.items[i].outcome;
   if (job->json) {

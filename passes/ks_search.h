@@ -147,6 +147,8 @@ typedef struct ks_search_result {
   unsigned evaluated, correct, wrong, refused, duplicates;
   unsigned rounds_done;
   bool budget_hit;         /* stopped by --max-evals or --max-seconds */
+  bool time_budget_hit;    /* by --max-seconds: a resumed run gets more time
+                              (--max-evals counts the resumed evaluations) */
   bool exhausted;          /* stopped because nothing new could be proposed */
   ks_nodes nodes;          /* every node, in the order made */
 } ks_search_result;

@@ -230,6 +230,7 @@ bool ks_search_budget_left(search_state *st) {
   }
   if (s->opts.max_seconds > 0 && ks_search_now() - st->t0 >= s->opts.max_seconds) {
     st->res->budget_hit = true;
+    st->res->time_budget_hit = true;
     return false;
   }
   return true;

@@ -61,7 +61,8 @@ typedef struct ks_run_row {
   long long id;
   const char *started;    /* ISO 8601 UTC, set by the store */
   const char *finished;   /* NULL while running */
-  const char *status;     /* "running", "done", "interrupted", "failed" */
+  const char *status;     /* "running", "done", "stopped" (by a budget),
+                             "interrupted", "failed" */
   const char *command;    /* "optimize" */
   const char *strategy;   /* "evolve", "beam" */
   const char *proposer;   /* "rules", "tuning", "llm" */
