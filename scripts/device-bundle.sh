@@ -17,7 +17,9 @@ bins=($build/cli/kernelsmith-cc $build/tests/test_support $build/tests/test_scan
       $build/backend/kernelsmith-worker $build/tests/test_wire $build/tests/test_worker_gpu
       $build/tests/test_compile $build/tests/test_expr $build/tests/test_spec
       $build/bench/compile/compile_bench)
-[ -x $build/tests/test_slice ] && bins+=($build/tests/test_slice)
+for t in test_slice test_kast test_store test_search test_rules; do
+  [ -x $build/tests/$t ] && bins+=($build/tests/$t)
+done
 cp "${bins[@]}" "$stage/bin/"
 
 # Every library the binaries load, except the C runtime and the CUDA toolkit's

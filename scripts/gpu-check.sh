@@ -39,6 +39,9 @@ step compile_tests $ks/bin/test_compile
 step expr_tests $ks/bin/test_expr
 step spec_tests $ks/bin/test_spec
 [ -x $ks/bin/test_slice ] && step slice_tests $ks/bin/test_slice
+[ -x $ks/bin/test_kast ] && step kast_tests $ks/bin/test_kast
+[ -x $ks/bin/test_store ] && step store_tests $ks/bin/test_store
+[ -x $ks/bin/test_search ] && step search_tests $ks/bin/test_search
 step hacks tests/hacks.sh $ks/bin/kernelsmith-cc testdata tests/fixtures
 step judge_bench env KS_BIN=$ks/bin/kernelsmith-cc KS_COMPILE_BENCH=$ks/bin/compile_bench \
   KS_RESULTS="$out" bench/judge/run.sh
