@@ -62,7 +62,8 @@ static const char usage[] =
     "      --no-confirm     take the fastest variant without judging it again on\n"
     "                       fresh inputs\n"
     "      --resume         continue the newest unfinished run in the store, with\n"
-    "                       the options it was started with\n"
+    "                       the options it was started with (only --store and\n"
+    "                       --json may be given with it)\n"
     "      --store DIR      the results store (default: .kernelsmith in the project\n"
     "                       root: the nearest directory above holding .git or\n"
     "                       .kernelsmith, else the current directory)\n"
@@ -333,13 +334,23 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
   long long resume_run = 0;
   ks_store *store = NULL;
   if (c.resume) {
-    /* Everything but --store comes from the stored run. */
-    if (argc > 2 + (c.store_dir ? 2 : 0)) {
+    /* Everything but where the store is and how to print comes from the
+     * stored run. */
+    for (int i = 1; i < argc; i++) {
+      const char *a = argv[i];
+      if (!strcmp(a, "--resume") || !strcmp(a, "--json") || !strncmp(a, "--store=", 8))
+        continue;
+      if (!strcmp(a, "--store") && i + 1 < argc) {
+        i++;
+        continue;
+      }
       config_release(&c);
       return ks_usage_error(ctx, &ks_cmd_optimize,
-                            "--resume takes no other options (the run keeps its own; --store "
-                            "may name where it is)");
+                            "--resume takes no options but --store and --json (the run keeps "
+                            "its own), not '%s'",
+                            a);
     }
+    bool json = c.json;
     if (ks_store_open(ctx, store_dir, &store))
       goto fail;
     ks_run_row last;
@@ -376,6 +387,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       config_release(&c);
       return rc == -2 ? KS_EXIT_USAGE : rc;
     }
+    c.json = c.json || json;
     ks_info(ctx, "resuming run %lld", resume_run);
   }
   struct sigaction sa = {0};

@@ -91,6 +91,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print(json.dumps({"kernels": [{"kernel": k["kernel"], "status": "optimized" if k.get("best_speedup", 0) > 1 else k["status"]} for k in d["kernels"]]}))'     "$tmp/final-status.json" >"$tmp/resumed.json"
 fi
+[ -s "$tmp/resumed.json" ] || { echo "last resume said:"; cat "$tmp/resumed.err"; }
 check "resumed after kill -9: the run finished" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
