@@ -202,11 +202,12 @@ int ks_variant_parse(ks_ctx *ctx, const char *file, const char *text, const char
   out->kernel_name = k->name;
   out->source = ks_arena_strdup(arena, text);
   if (original && !strcmp(k->name, original)) {
-    /* Both kernels share one unit: give the variant its own name. */
+    /* Both kernels share one unit: give the variant its own name, where it
+     * is declared only (a parameter or local of the same name keeps its
+     * own; a kernel does not call itself). */
     const char *renamed = ks_arena_printf(arena, "%s_ks_variant", original);
-    const char *names[] = {original};
-    const char *values[] = {renamed};
-    out->source = ks_ctext_substitute(arena, text, names, values, 1);
+    size_t at = (size_t)(k->at - text), len = strlen(original);
+    out->source = ks_arena_printf(arena, "%.*s%s%s", (int)at, text, renamed, text + at + len);
     out->kernel_name = renamed;
   }
   return 0;
