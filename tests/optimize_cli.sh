@@ -55,6 +55,21 @@ assert all(k["best_speedup"] > 1 for k in d["kernels"]), d' "$tmp/status.json"
 "$bin" optimize --resume --store "$tmp/s1" >/dev/null 2>"$tmp/resume-done.err"
 check "resume of a finished run: refused" grep -q "nothing to resume" "$tmp/resume-done.err"
 
+# A run its time budget stopped is 'stopped', and --resume gives it more time.
+"$bin" -q optimize --stand-in-judge --max-seconds 2 -k saxpy_kernel --store "$tmp/s3" \
+  "$data/apps" >/dev/null 2>&1
+"$bin" status --store "$tmp/s3" --json >"$tmp/s3a.json" 2>&1
+"$bin" -q optimize --resume --store "$tmp/s3" >/dev/null 2>&1
+"$bin" status --store "$tmp/s3" --json >"$tmp/s3b.json" 2>&1
+check "time budget: stopped, and a resume judges more" python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["runs"][0]["status"] == "stopped", a["runs"]
+assert b["runs"][0]["evaluations"] > a["runs"][0]["evaluations"], (a["runs"], b["runs"])' \
+  "$tmp/s3a.json" "$tmp/s3b.json"
+"$bin" optimize --resume --rounds 3 --store "$tmp/s3" >/dev/null 2>"$tmp/resume-opts.err"
+check "resume with other options: exit 2" [ $? -eq 2 ]
+
 # 3. Usage errors.
 "$bin" optimize --strategy greedy "$data/apps" >/dev/null 2>&1
 check "bad strategy: exit 2" [ $? -eq 2 ]
