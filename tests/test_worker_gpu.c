@@ -287,7 +287,11 @@ static void cases(fixture *f, ks_arena *a) {
   EXPECT(r.timing.recheck.len && r.timing.recheck.items[0].mismatches == 0, "timing: recheck");
   double mb = median(&r.timing.base_ms), mc = median(&r.timing.cand_ms);
   printf("    medians: base %.4f ms, cand %.4f ms (ratio %.3f)\n", mb, mc, mc / mb);
-  EXPECT(mb > 0 && fabs(mc / mb - 1) < 0.15, "timing: similar medians %.4f %.4f", mb, mc);
+  /* On the GPU one kernel timed against itself agrees within 15%. The CPU
+   * stand-in runs kernels on host threads, which a parallel test run
+   * starves at random: there only the protocol's plumbing is checked. */
+  double spread = getenv("KS_FAKE_CUDA") ? 3.0 : 0.15;
+  EXPECT(mb > 0 && fabs(mc / mb - 1) < spread, "timing: similar medians %.4f %.4f", mb, mc);
 }
 
 /* The fp64 reference: saxpy's double twin, on the same inputs widened. */
