@@ -48,15 +48,6 @@ static bool is_ref_node(const ks_anode *n) {
   return len > 3 && !strcmp(n->kind_name + len - 3, "Ref");
 }
 
-static const ks_anode *var_init(const ks_anode *var) {
-  for (size_t i = var->nkids; i-- > 0;) {
-    const ks_anode *k = var->kids[i];
-    if (k && !is_ref_node(k) && k->kind != KS_AK_ATTR)
-      return k;
-  }
-  return NULL;
-}
-
 static bool is_within(const ks_anode *n, const ks_anode *root) {
   for (; n; n = n->parent)
     if (n == root)
@@ -67,11 +58,6 @@ static bool is_within(const ks_anode *n, const ks_anode *root) {
 static bool is_builtin(const ks_anode *n, const char *name, char which) {
   n = strip_casts(n);
   return n && ks_anode_is_builtin(n, name, which);
-}
-
-static bool is_ref_to(const ks_anode *n, const ks_anode *decl) {
-  n = strip(n);
-  return n && n->kind == KS_AK_DECL_REF && n->decl == decl;
 }
 
 /* The node's DECL_REF target when it is a pointer parameter, else NULL. */
@@ -189,9 +175,9 @@ static bool read_bound(const ks_anode *c, const ks_anode *var, bound_cmp *out) {
     return false;
   const char *op = c->op;
   int side;
-  if (is_ref_to(c->kids[0], var))
+  if (ks_rt_refers_to(c->kids[0], var))
     side = 0;
-  else if (is_ref_to(c->kids[1], var))
+  else if (ks_rt_refers_to(c->kids[1], var))
     side = 1;
   else
     return false;
@@ -663,7 +649,7 @@ static long long key_bins(ks_arena *arena, const ks_anode *key) {
     if (!strcmp(t, "char") || !strcmp(t, "signed char") || !strcmp(t, "int8_t") ||
         !strcmp(t, "bool") || strchr(t, '*'))
       return 0;
-    return key_bins(arena, var_init(k));
+    return key_bins(arena, ks_rt_var_init(k));
   }
   if (k->type && is_u8(arena, k->type))
     return 256;
@@ -741,7 +727,7 @@ static bool is_grid_stride(const facts *f, const ks_anode *e, const ks_anode **w
     return false;
   if (e->kind == KS_AK_DECL_REF && e->decl && e->decl->kind == KS_AK_VAR && !is_written(f, e->decl)) {
     const ks_anode *inner = NULL;
-    if (!is_grid_stride(f, var_init(e->decl), &inner))
+    if (!is_grid_stride(f, ks_rt_var_init(e->decl), &inner))
       return false;
     *where = e->decl; /* gridDim sits in the local's initializer */
     return true;
@@ -775,7 +761,7 @@ static bool inside_loop_below(const ks_anode *n, const ks_anode *top) {
  * atomic. It works for any grid as it is. */
 static const char *hist_grid_loop(const facts *f, const ks_anode *loop, hist_shape *s) {
   const ks_anode *init = loop->kids[0], *inc = loop->kids[2];
-  const ks_anode *var = single_var(init), *gid = var ? var_init(var) : NULL;
+  const ks_anode *var = single_var(init), *gid = var ? ks_rt_var_init(var) : NULL;
   const ks_anode *init_expr = strip(init);
   if (!var && init_expr && init_expr->kind == KS_AK_BINARY && init_expr->op &&
       !strcmp(init_expr->op, "=") && init_expr->nkids == 2) {
@@ -790,7 +776,7 @@ static const char *hist_grid_loop(const facts *f, const ks_anode *loop, hist_sha
   const ks_anode *step = NULL, *stride_at = NULL;
   inc = strip(inc);
   if (inc && inc->kind == KS_AK_COMPOUND_ASSIGN && inc->op && !strcmp(inc->op, "+=") &&
-      inc->nkids == 2 && is_ref_to(inc->kids[0], var))
+      inc->nkids == 2 && ks_rt_refers_to(inc->kids[0], var))
     step = inc->kids[1];
   if (!step || !is_grid_stride(f, step, &stride_at))
     return "its loop does not step by blockDim.x * gridDim.x";
@@ -829,7 +815,7 @@ static const char *hist_straight(const rewrite *w, const facts *f, hist_shape *s
   size_t d = body->nkids;
   for (size_t k = 0; k < body->nkids; k++) {
     const ks_anode *var = single_var(body->kids[k]);
-    if (var && is_gid(var_init(var), 'x', NULL, NULL)) {
+    if (var && is_gid(ks_rt_var_init(var), 'x', NULL, NULL)) {
       d = k;
       s->index = var;
       s->decl_stmt = body->kids[k];
@@ -850,7 +836,7 @@ static const char *hist_straight(const rewrite *w, const facts *f, hist_shape *s
       if (st->kids[v] && st->kids[v]->kind == KS_AK_VAR && is_written(f, st->kids[v]))
         return "changes a variable declared before its element index";
   }
-  const ks_anode *gid = var_init(s->index);
+  const ks_anode *gid = ks_rt_var_init(s->index);
   for (size_t i = 0; i < f->builtins.len; i++) {
     const ks_anode *b = f->builtins.items[i];
     const char *name = builtin_name(b);
@@ -1006,28 +992,37 @@ static int hist_edits(ks_ctx *ctx, const rewrite *w, const facts *f, const hist_
   return 0;
 }
 
+/* What refuses both rules before their own patterns are looked at: a
+ * rewrite site we cannot edit, shared memory, barriers, and (in the kernel
+ * or the device functions it calls) collectives or other uses of the
+ * thread mapping. NULL when none. */
+static const char *shared_refusal(const ks_rule_input *in, ks_arena *arena, rewrite *w,
+                                  facts *f) {
+  if (!rewrite_init(in, arena, w))
+    return "the kernel's body is not where the parent's source is";
+  collect_facts(in, arena, f);
+  if (f->shared)
+    return ks_arena_printf(arena, "already uses shared memory ('%s')",
+                           f->shared->name ? f->shared->name : "?");
+  if (f->sync)
+    return ks_arena_printf(arena, "already synchronizes (%s)",
+                           f->sync->name ? f->sync->name : "a barrier");
+  if (f->refuse)
+    return f->refuse;
+  unsigned everywhere[2] = {in->ast->body->begin, in->ast->body->end};
+  return ks_rt_mapping_problem(arena, in, everywhere, 1);
+}
+
 static int hist_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
                       ks_rule_result *out) {
   memset(out, 0, sizeof *out);
   if (param < 1 || param > 64)
     return no(out, arena, "blocks per SM must be 1 to 64, not %d", param);
   rewrite w;
-  if (!rewrite_init(in, arena, &w))
-    return no(out, arena, "the kernel's body is not where the parent's source is");
   facts f;
-  collect_facts(in, arena, &f);
-  if (f.shared)
-    return no(out, arena, "already uses shared memory ('%s')", f.shared->name ? f.shared->name : "?");
-  if (f.sync)
-    return no(out, arena, "already synchronizes (%s)", f.sync->name ? f.sync->name : "a barrier");
-  if (f.refuse)
-    return no(out, arena, "%s", f.refuse);
-  /* Device functions it calls: no barriers, collectives or shared memory
-   * there either (our own walk reads the thread indices). */
-  unsigned everywhere[2] = {in->ast->body->begin, in->ast->body->end};
-  const char *problem = ks_rt_mapping_problem(arena, in, everywhere, 1);
-  if (problem)
-    return no(out, arena, "%s", problem);
+  const char *refusal = shared_refusal(in, arena, &w, &f);
+  if (refusal)
+    return no(out, arena, "%s", refusal);
   if (!f.atomics.len)
     return no(out, arena, "has no atomicAdd into a histogram");
   if (f.stores.len)
@@ -1175,8 +1170,8 @@ static bool unit_along(ks_arena *arena, const facts *f, const ks_anode *index, c
       continue;
     if (p->decl == var)
       return true;
-    if (depth < 4 && p->decl->kind == KS_AK_VAR && !is_written(f, p->decl) && var_init(p->decl) &&
-        unit_along(arena, f, var_init(p->decl), var, depth + 1))
+    if (depth < 4 && p->decl->kind == KS_AK_VAR && !is_written(f, p->decl) && ks_rt_var_init(p->decl) &&
+        unit_along(arena, f, ks_rt_var_init(p->decl), var, depth + 1))
       return true;
   }
   return false;
@@ -1211,7 +1206,7 @@ static void need_vars(ks_arena *arena, const ks_anode *n, node_list *need) {
       if (need->items[i] == n->decl)
         return;
     *ks_array_push(arena, need) = n->decl;
-    need_vars(arena, var_init(n->decl), need);
+    need_vars(arena, ks_rt_var_init(n->decl), need);
   }
   for (size_t i = 0; i < n->nkids; i++)
     need_vars(arena, n->kids[i], need);
@@ -1255,9 +1250,9 @@ static const char *transpose_plan(const rewrite *w, const facts *f, tile_plan *t
     const ks_anode *bd, *td;
     if (!var)
       continue;
-    if (!t->x && is_gid(var_init(var), 'x', &bd, &td)) {
+    if (!t->x && is_gid(ks_rt_var_init(var), 'x', &bd, &td)) {
       t->x = var, t->x_stmt = body->kids[k], t->x_bdim = bd, t->x_tid = td;
-    } else if (!t->y && is_gid(var_init(var), 'y', &bd, &td)) {
+    } else if (!t->y && is_gid(ks_rt_var_init(var), 'y', &bd, &td)) {
       t->y = var, t->y_stmt = body->kids[k], t->y_bdim = bd, t->y_tid = td;
     }
   }
@@ -1270,7 +1265,7 @@ static const char *transpose_plan(const rewrite *w, const facts *f, tile_plan *t
     return "computes its indices in a macro";
   for (size_t i = 0; i < f->builtins.len; i++) {
     const ks_anode *b = f->builtins.items[i];
-    if (!is_within(b, var_init(t->x)) && !is_within(b, var_init(t->y)))
+    if (!is_within(b, ks_rt_var_init(t->x)) && !is_within(b, ks_rt_var_init(t->y)))
       return "uses the thread or block index beyond its two indices (threads are remapped)";
   }
   /* The one store. */
@@ -1473,22 +1468,10 @@ static int transpose_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (t.tile < 8 || t.tile > 64 || t.rows < 1 || t.tile % t.rows || t.tile * t.rows > 1024)
     return no(out, arena, "parameter %d is not a tile T * 100 + R with R dividing T", param);
   rewrite w;
-  if (!rewrite_init(in, arena, &w))
-    return no(out, arena, "the kernel's body is not where the parent's source is");
   facts f;
-  collect_facts(in, arena, &f);
-  if (f.shared)
-    return no(out, arena, "already uses shared memory ('%s')", f.shared->name ? f.shared->name : "?");
-  if (f.sync)
-    return no(out, arena, "already synchronizes (%s)", f.sync->name ? f.sync->name : "a barrier");
-  if (f.refuse)
-    return no(out, arena, "%s", f.refuse);
-  /* Device functions it calls: no barriers, collectives or shared memory
-   * there either (our own walk reads the thread indices). */
-  unsigned everywhere[2] = {in->ast->body->begin, in->ast->body->end};
-  const char *problem = ks_rt_mapping_problem(arena, in, everywhere, 1);
-  if (problem)
-    return no(out, arena, "%s", problem);
+  const char *refusal = shared_refusal(in, arena, &w, &f);
+  if (refusal)
+    return no(out, arena, "%s", refusal);
   if (f.atomics.len)
     return no(out, arena, "writes with atomicAdd");
   const char *why = transpose_plan(&w, &f, &t);

@@ -118,11 +118,6 @@ static bool is_expr_stmt(const ks_anode *n) {
   }
 }
 
-/* Offset in the parent's source of a unit offset. */
-static size_t at(const ks_rule_input *in, unsigned unit_offset) {
-  return unit_offset - in->variant_offset;
-}
-
 /* Where a statement ends, with the ';' of an expression statement; a
  * loop or an if ends where its last statement does (clang's extent of
  * `for (...) x += y;` stops before the ';'). */
@@ -888,8 +883,8 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
                                                 ? rows_text(r, l->start)
                                                 : ks_arena_printf(arena, "(%s)", rows_text(r, l->start)),
                                             lane);
-  ks_edits_add(arena, e, at(in, l->start->begin), at(in, l->start->end), start);
-  ks_edits_add(arena, e, at(in, l->inc->begin), at(in, l->inc->end),
+  ks_edits_add(arena, e, ks_rt_src_at(in, l->start->begin), ks_rt_src_at(in, l->start->end), start);
+  ks_edits_add(arena, e, ks_rt_src_at(in, l->inc->begin), ks_rt_src_at(in, l->inc->end),
                ks_arena_printf(arena, "%s += 32", l->var->name));
 
   ks_buf before = KS_BUF_INIT, after = KS_BUF_INIT;
@@ -917,11 +912,11 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
   if (braces)
     ks_buf_adds(&after, " }");
   if (before.len)
-    ks_edits_add(arena, e, at(in, begin_with_pragmas(unit, f->begin)),
-                 at(in, begin_with_pragmas(unit, f->begin)), ks_arena_strdup(arena, before.data));
+    ks_edits_add(arena, e, ks_rt_src_at(in, begin_with_pragmas(unit, f->begin)),
+                 ks_rt_src_at(in, begin_with_pragmas(unit, f->begin)), ks_arena_strdup(arena, before.data));
   if (after.len) {
     unsigned end = stmt_end(unit, f);
-    ks_edits_add(arena, e, at(in, end), at(in, end), ks_arena_strdup(arena, after.data));
+    ks_edits_add(arena, e, ks_rt_src_at(in, end), ks_rt_src_at(in, end), ks_arena_strdup(arena, after.data));
   }
   ks_buf_release(&before);
   ks_buf_release(&after);
@@ -962,10 +957,10 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   /* One warp per row: whole warps share a row, so every warp is full
    * (the block is a multiple of 32) and the row's bounds check sends
    * whole warps home together. */
-  ks_edits_add(arena, &e, at(in, first), at(in, first),
+  ks_edits_add(arena, &e, ks_rt_src_at(in, first), ks_rt_src_at(in, first),
                ks_arena_printf(arena, "const int %s = threadIdx.x %% 32;  // one warp per row\n%s",
                                lane, indent));
-  ks_edits_add(arena, &e, at(in, r.row_init->begin), at(in, r.row_init->end),
+  ks_edits_add(arena, &e, ks_rt_src_at(in, r.row_init->begin), ks_rt_src_at(in, r.row_init->end),
                "((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / 32");
   for (size_t i = 0; i < r.loops.len; i++)
     rows_edit_loop(&r, &e, r.loops.items[i], lane);
@@ -975,11 +970,11 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     const ks_anode *child;
     const ks_anode *parent = ks_rt_up(s, &child);
     bool braces = !parent || parent->kind != KS_AK_COMPOUND;
-    ks_edits_add(arena, &e, at(in, child->begin), at(in, child->begin),
+    ks_edits_add(arena, &e, ks_rt_src_at(in, child->begin), ks_rt_src_at(in, child->begin),
                  ks_arena_printf(arena, "%sif (%s == 0) ", braces ? "{ " : "", lane));
     if (braces) {
       unsigned end = stmt_end(unit, child);
-      ks_edits_add(arena, &e, at(in, end), at(in, end), " }");
+      ks_edits_add(arena, &e, ks_rt_src_at(in, end), ks_rt_src_at(in, end), " }");
     }
   }
   /* A __launch_bounds__ below the new block would make the launch fail. */
@@ -995,7 +990,7 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     ks_strings args = {0};
     if (close)
       ks_ctext_split(arena, open + 1, close, &args);
-    ks_edits_add(arena, &e, at(in, a->begin), at(in, a->end),
+    ks_edits_add(arena, &e, ks_rt_src_at(in, a->begin), ks_rt_src_at(in, a->end),
                  args.len > 1 ? ks_arena_printf(arena, "__launch_bounds__(%d, %s)", param, args.items[1])
                               : ks_arena_printf(arena, "__launch_bounds__(%d)", param));
   }
@@ -1305,7 +1300,7 @@ static int apply_warp_reduce(ks_ctx *ctx, const ks_rule_input *in, int param, ks
                 ks_rt_indent_more(arena, orig, indent_step(arena, in)), ind);
   }
   ks_edits e = {0};
-  ks_edits_add(arena, &e, at(in, begin), at(in, end), ks_arena_strdup(arena, b.data));
+  ks_edits_add(arena, &e, ks_rt_src_at(in, begin), ks_rt_src_at(in, end), ks_arena_strdup(arena, b.data));
   ks_buf_release(&b);
   if (ks_rt_finish(ctx, in, arena, &e, "warp_reduce", out))
     return -1;
@@ -1560,7 +1555,7 @@ static int apply_warp_atomic(ks_ctx *ctx, const ks_rule_input *in, int param, ks
     }
     const ks_anode *stmt; /* the call with the parentheses around it */
     ks_rt_up(n, &stmt);
-    ks_edits_add(arena, &e, at(in, stmt->begin), at(in, stmt_end(in->unit, stmt)), text);
+    ks_edits_add(arena, &e, ks_rt_src_at(in, stmt->begin), ks_rt_src_at(in, stmt_end(in->unit, stmt)), text);
   }
   if (!e.len)
     return ks_rt_not_applicable(arena, out, "%s", why ? why : "it has no atomicAdd");
