@@ -3,6 +3,8 @@
  * The strategies (search_evolve.c, search_beam.c) only choose parents and
  * place children. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -251,10 +253,12 @@ int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n) {
     for (size_t i = 0; i < n; i++)
       if (!nodes[i]->evaluated)
         todo[m++] = nodes[i];
+    double t0 = ks_search_now();
     if (m > 1 && ev->precompile(ev->self, s->ctx, todo, m, &scratch)) {
       rc = -1;
       goto out;
     }
+    st->t_precompile += ks_search_now() - t0;
   }
   for (size_t i = 0; i < n; i++) {
     ks_node *node = nodes[i];
@@ -263,10 +267,12 @@ int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n) {
     if (!ks_search_budget_left(st))
       break;
     ks_eval e;
+    double t0 = ks_search_now();
     if (ev->eval(ev->self, s->ctx, node, 0, &scratch, &e)) {
       rc = -1;
       goto out;
     }
+    st->t_eval += ks_search_now() - t0;
     if (s->store && ks_store_eval_put(s->ctx, s->store, s->store_kernel, node->id, &e)) {
       rc = -1;
       goto out;
@@ -432,7 +438,16 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
   if (rc)
     return -1;
   out->rounds_done = st.rounds_done;
-  return choose_winner(&st);
+  double t_search = ks_search_now();
+  rc = choose_winner(&st);
+  const char *prof = getenv("KS_PROFILE");
+  if (prof && *prof && strcmp(prof, "0"))
+    fprintf(stderr,
+            "kernelsmith-cc: profile: %s: %u evaluations in %.1f s: proposing %.1f s, "
+            "compiling ahead %.1f s, judging %.1f s, the winner's rechecks %.1f s\n",
+            s->kernel, out->evaluated - st.evaluated_before, ks_search_now() - st.t0,
+            st.t_propose, st.t_precompile, st.t_eval, ks_search_now() - t_search);
+  return rc;
 }
 
 int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *insp,
@@ -440,9 +455,11 @@ int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *i
   ks_search *s = st->s;
   ks_proposals props = {0};
   /* Ask for more than wanted: some will be variants judged before. */
+  double t0 = ks_search_now();
   if (s->proposer->propose(s->proposer->self, s->ctx, parent, insp, ninsp, rng, want * 3,
                            st->arena, &props))
     return -1;
+  st->t_propose += ks_search_now() - t0;
   int added = 0;
   for (size_t i = 0; i < props.len && (unsigned)added < want; i++) {
     ks_proposal *p = &props.items[i];

@@ -19,6 +19,9 @@ typedef struct search_state {
   double t0;
   double best_speedup;
   const char *best_techniques;
+  /* Where the time goes (KS_PROFILE=1 prints it per kernel): proposing,
+   * compiling ahead, judging. */
+  double t_propose, t_precompile, t_eval;
 } search_state;
 
 double ks_search_now(void);

@@ -57,6 +57,27 @@ static void distributions(void **state) {
   assert_memory_not_equal(f, g, N * sizeof *f); /* another buffer index */
   wk_fill(&b, 8, 0, g);
   assert_memory_not_equal(f, g, N * sizeof *f); /* another seed */
+  {
+    /* Large buffers are filled chunk by chunk in parallel: still the same
+     * bytes every time, chunks differ, and the first million elements are
+     * those of a buffer of a million. */
+    enum { BIG = 3 * (1 << 20) + 5, CHUNK = 1 << 20 };
+    float *p = malloc(BIG * sizeof *p), *q = malloc(BIG * sizeof *q);
+    ks_wbuffer big = buffer(KS_DT_F32, BIG, KS_DIST_NORMAL, 0, 1);
+    wk_fill(&big, 3, 2, p);
+    wk_fill(&big, 3, 2, q);
+    assert_memory_equal(p, q, BIG * sizeof *p);
+    assert_memory_not_equal(p, p + CHUNK, CHUNK * sizeof *p);
+    ks_wbuffer one = buffer(KS_DT_F32, CHUNK, KS_DIST_NORMAL, 0, 1);
+    wk_fill(&one, 3, 2, q);
+    assert_memory_equal(p, q, CHUNK * sizeof *p);
+    double mean = 0;
+    for (int i = 0; i < BIG; i++)
+      mean += p[i];
+    assert_true(fabs(mean / BIG) < 0.01);
+    free(p);
+    free(q);
+  }
 
   b = buffer(KS_DT_F32, N, KS_DIST_NORMAL, 5, 2);
   wk_fill(&b, 1, 0, f);
@@ -350,11 +371,64 @@ static void reference(void **state) {
   ks_arena_release(&a);
 }
 
+/* Kept inputs (buffers.c): a buffer holds the current seed's inputs and the
+ * one before; moving between seeds swaps or refills, and the host copy and
+ * the device's pristine copy always hold the same seed's values. Device
+ * memory is host memory here, through three stand-in driver calls. */
+static CUresult host_alloc(CUdeviceptr *p, size_t n) {
+  *p = (CUdeviceptr)(uintptr_t)malloc(n);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult host_free(CUdeviceptr p) {
+  free((void *)(uintptr_t)p);
+  return CUDA_SUCCESS;
+}
+static CUresult host_copy(CUdeviceptr dst, const void *src, size_t n) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return CUDA_SUCCESS;
+}
+
+static void kept_inputs(void **state) {
+  enum { N = 4096 };
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  wk_state w = {.ctx = &ctx};
+  w.cu.MemAlloc = host_alloc;
+  w.cu.MemFree = host_free;
+  w.cu.MemcpyHtoD = host_copy;
+  ks_wbuffer spec = buffer(KS_DT_F32, N, KS_DIST_NORMAL, 0, 1);
+  wk_buffer x = {.spec = &spec, .esize = 4, .bytes = N * 4, .input = malloc(N * 4)};
+  assert_int_equal(host_alloc(&x.pristine, N * 4), CUDA_SUCCESS);
+  wk_buffers b = {.items = &x, .len = 1};
+  float *want = malloc(N * 4);
+  static const unsigned long long order[] = {11, 12, 11, 12, 13, 11, 13, 13};
+  ks_arena a = KS_ARENA_INIT;
+  for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+    wk_outcome oc = {KS_RUN_OK, NULL, NULL};
+    assert_int_equal(wk_buffers_fill(&w, &a, &b, order[i], &oc), 0);
+    wk_fill(&spec, order[i], 0, want);
+    assert_memory_equal(x.input, want, N * 4);
+    assert_memory_equal((void *)(uintptr_t)x.pristine, want, N * 4);
+    assert_true(x.filled && x.filled_seed == order[i]);
+    if (i && order[i] != order[i - 1]) /* the seed before is kept beside it */
+      assert_true(x.alt_filled && x.alt_seed == order[i - 1]);
+  }
+  free(want);
+  free(x.input);
+  free(x.alt_input);
+  host_free(x.pristine);
+  host_free(x.alt_pristine);
+  wk_fill_cache_release(&w);
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(half_conversions), cmocka_unit_test(distributions),
       cmocka_unit_test(scalars_and_patterns), cmocka_unit_test(defaults),
       cmocka_unit_test(comparisons), cmocka_unit_test(reference),
+      cmocka_unit_test(kept_inputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,15 +4,19 @@
  * Each buffer draws from its own generator (xoshiro256**), seeded from the
  * request's seed and the buffer's index through splitmix64, so that the same
  * (seed, index) gives the same bytes on any machine and a buffer's values do
- * not depend on the others' lengths. Half and bfloat16 are written as bit
+ * not depend on the others' lengths. A buffer over a million elements is
+ * made of million-element chunks, each with a stream of its own, filled in
+ * parallel: its bytes do not depend on the number of cores either. Half and bfloat16 are written as bit
  * patterns (round to nearest even); integers saturate at their type's range
  * instead of overflowing. */
 #include "worker.h"
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct rng {
   uint64_t s[4];
@@ -25,10 +29,18 @@ static uint64_t splitmix64(uint64_t *x) {
   return z ^ (z >> 31);
 }
 
-static void rng_seed(rng *r, unsigned long long seed, size_t index) {
-  uint64_t x = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(index + 1));
+/* Chunk c of a large buffer has a stream of its own (chunk 0's is the
+ * buffer's), so that chunks can be generated in parallel and the bytes do
+ * not depend on how many threads did it. */
+static void rng_seed_chunk(rng *r, unsigned long long seed, size_t index, size_t chunk) {
+  uint64_t x = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(index + 1)) ^
+               (0x8CB92BA72F3D8DD7ull * (uint64_t)chunk);
   for (int i = 0; i < 4; i++)
     r->s[i] = splitmix64(&x);
+}
+
+static void rng_seed(rng *r, unsigned long long seed, size_t index) {
+  rng_seed_chunk(r, seed, index, 0);
 }
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -223,14 +235,16 @@ static void fill_sorted(const ks_wbuffer *b, rng *r, unsigned long long seed, si
   store_count(b->dtype, host, n - 1, hi);
 }
 
-void wk_fill(const ks_wbuffer *b, unsigned long long seed, size_t index, void *host) {
+/* Elements [from, to) of an element-wise distribution, from chunk
+ * `chunk`'s stream. */
+static void fill_range(const ks_wbuffer *b, unsigned long long seed, size_t index, size_t chunk,
+                       size_t from, size_t to, void *host) {
   rng r;
-  rng_seed(&r, seed, index);
-  size_t n = (size_t)b->count, esize = ks_wire_dtype_size(b->dtype);
+  rng_seed_chunk(&r, seed, index, chunk);
   bool is_float = ks_wire_dtype_is_float(b->dtype);
   switch (b->dist) {
   case KS_DIST_UNIFORM:
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = from; i < to; i++) {
       if (is_float)
         store_double(b->dtype, host, i, b->a + (b->b - b->a) * rng_unit(&r));
       else
@@ -238,25 +252,86 @@ void wk_fill(const ks_wbuffer *b, unsigned long long seed, size_t index, void *h
     }
     break;
   case KS_DIST_NORMAL:
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = from; i < to; i++)
       store_double(b->dtype, host, i, rng_normal(&r, b->a, b->b));
     break;
   case KS_DIST_INT: {
     long long lo = to_ll(b->a), hi = to_ll(b->b);
     if (hi < lo)
       hi = lo;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = from; i < to; i++)
       store_count(b->dtype, host, i, rng_int(&r, lo, hi));
     break;
   }
   case KS_DIST_IOTA:
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = from; i < to; i++) {
       if (is_float)
         store_double(b->dtype, host, i, b->a + (double)i);
       else
         store_int(b->dtype, host, i, to_ll(b->a) + (long long)i);
     }
     break;
+  case KS_DIST_CONSTANT:
+    for (size_t i = from; i < to; i++)
+      store_double(b->dtype, host, i, b->a);
+    break;
+  default:
+    break;
+  }
+}
+
+enum { CHUNK = 1 << 20, MAX_THREADS = 32 };
+
+typedef struct fill_job {
+  const ks_wbuffer *b;
+  unsigned long long seed;
+  size_t index, chunks, next_first; /* thread t does chunks t, t + nthreads, ... */
+  size_t stride;
+  void *host;
+} fill_job;
+
+static void *fill_worker(void *arg) {
+  fill_job *j = arg;
+  size_t n = (size_t)j->b->count;
+  for (size_t c = j->next_first; c < j->chunks; c += j->stride) {
+    size_t to = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
+    fill_range(j->b, j->seed, j->index, c, c * CHUNK, to, j->host);
+  }
+  return NULL;
+}
+
+/* Millions of normal deviates take a second on one core: a large buffer is
+ * filled chunk by chunk on every core. */
+static void fill_parallel(const ks_wbuffer *b, unsigned long long seed, size_t index,
+                          void *host) {
+  size_t n = (size_t)b->count, chunks = (n + CHUNK - 1) / CHUNK;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nthreads = cores > 1 ? (size_t)cores : 1;
+  if (nthreads > MAX_THREADS)
+    nthreads = MAX_THREADS;
+  if (nthreads > chunks)
+    nthreads = chunks;
+  fill_job jobs[MAX_THREADS];
+  pthread_t threads[MAX_THREADS];
+  bool started[MAX_THREADS] = {false};
+  for (size_t t = 0; t < nthreads; t++) {
+    jobs[t] = (fill_job){b, seed, index, chunks, t, nthreads, host};
+    /* A thread that cannot start leaves its chunks to this one. */
+    started[t] = t > 0 && pthread_create(&threads[t], NULL, fill_worker, &jobs[t]) == 0;
+  }
+  for (size_t t = 0; t < nthreads; t++)
+    if (!started[t])
+      fill_worker(&jobs[t]);
+  for (size_t t = 0; t < nthreads; t++)
+    if (started[t])
+      pthread_join(threads[t], NULL);
+}
+
+void wk_fill(const ks_wbuffer *b, unsigned long long seed, size_t index, void *host) {
+  size_t n = (size_t)b->count, esize = ks_wire_dtype_size(b->dtype);
+  rng r;
+  rng_seed(&r, seed, index);
+  switch (b->dist) {
   case KS_DIST_PERMUTATION: {
     /* Fisher-Yates on the typed elements: no temporary array. */
     unsigned char tmp[8];
@@ -271,12 +346,14 @@ void wk_fill(const ks_wbuffer *b, unsigned long long seed, size_t index, void *h
     }
     break;
   }
-  case KS_DIST_CONSTANT:
-    for (size_t i = 0; i < n; i++)
-      store_double(b->dtype, host, i, b->a);
-    break;
   case KS_DIST_SORTED_INT:
     fill_sorted(b, &r, seed, index, host);
+    break;
+  default:
+    if (n <= CHUNK)
+      fill_range(b, seed, index, 0, 0, n, host);
+    else
+      fill_parallel(b, seed, index, host);
     break;
   }
 }

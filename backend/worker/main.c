@@ -135,7 +135,8 @@ int main(int argc, char **argv) {
 
   ks_ctx ctx;
   ks_ctx_init(&ctx, "kernelsmith-worker");
-  wk_state w = {.ctx = &ctx, .ordinal = device};
+  const char *prof = getenv("KS_WORKER_PROFILE");
+  wk_state w = {.ctx = &ctx, .ordinal = device, .profile = prof && *prof && strcmp(prof, "0")};
   ks_buf in = KS_BUF_INIT, out = KS_BUF_INIT;
   int status = 0;
   for (;;) {
@@ -167,6 +168,8 @@ int main(int argc, char **argv) {
       break;
   }
   wk_fill_cache_release(&w);
+  if (!w.dead)
+    wk_pool_clear(&w);
   wk_close(&w);
   ks_buf_release(&in);
   ks_buf_release(&out);

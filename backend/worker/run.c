@@ -12,6 +12,13 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+double wk_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 
 /* Inputs for timing when the request verifies nothing: some fixed seed. */
 enum { TIMING_SEED = 0x7133 };
@@ -36,12 +43,15 @@ static int check_workload(ks_arena *arena, const ks_workload *work, wk_outcome *
  * its skipped timed launches.) */
 static int recheck(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
                    unsigned long long seed, ks_output_checks *out, wk_outcome *oc) {
+  double t0;
   if (wk_buffers_fill(w, arena, b, seed, oc) || wk_buffers_prepare(w, arena, b, 0, oc) ||
       wk_launch(w, arena, cand, b->params, true, oc) || wk_buffers_download(w, arena, b, 2, oc) ||
       wk_buffers_prepare(w, arena, b, 1, oc) || wk_launch(w, arena, base, b->params, true, oc) ||
       wk_buffers_download(w, arena, b, 0, oc))
     return -1;
+  t0 = wk_now();
   wk_compare_outputs(arena, b, 0, 2, -1, out);
+  w->t_compare += wk_now() - t0;
   return 0;
 }
 
@@ -49,7 +59,7 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
   memset(res, 0, sizeof *res);
   wk_outcome oc = {KS_RUN_OK, NULL, NULL};
   wk_kernel base = {0}, cand = {0};
-  wk_buffers bufs = {0};
+  wk_buffers *bufs = NULL;
   wk_reference ref = {0};
   const ks_workload *work = req->work;
   bool have_cand = req->cand.cubin != NULL;
@@ -57,6 +67,8 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
   bool have_ref = req->ref.cubin != NULL && have_cand && req->verify && req->nseeds;
   /* A zeroed launch means "the original's" (a variant with no policy). */
   ks_launch_cfg cand_launch = req->cand_launch;
+  double t_start = wk_now(), t_load = 0, t_alloc = 0, t_verify = 0, t_time = 0, t_recheck = 0;
+  w->t_fill = w->t_download = w->t_compare = 0;
   if (!cand_launch.grid[0] && !cand_launch.block[0])
     cand_launch = work->launch;
 
@@ -78,8 +90,10 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
     if (wk_kernel_load(w, arena, &req->ref, "ref", &ref_launch, &ref.kernel, &oc))
       goto out;
   }
-  if (wk_buffers_alloc(w, arena, work, &bufs, &oc))
+  t_load = wk_now();
+  if (wk_pool_acquire(w, arena, work, &bufs, &oc))
     goto out;
+  t_alloc = wk_now();
   if (have_ref && wk_buffers_alloc(w, arena, wk_ref_workload(arena, work), &ref.bufs, &oc)) {
     oc.kernel = "ref";
     goto out;
@@ -87,29 +101,48 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
 
   if (req->verify && have_cand)
     for (size_t i = 0; i < req->nseeds; i++)
-      if (wk_verify_seed(w, arena, &bufs, &base, &cand, have_ref ? &ref : NULL, req->seeds[i],
+      if (wk_verify_seed(w, arena, bufs, &base, &cand, have_ref ? &ref : NULL, req->seeds[i],
                          res, &oc))
         goto out;
 
+  t_verify = wk_now();
   if (req->time) {
     unsigned long long seed = req->nseeds ? req->seeds[0] : TIMING_SEED;
-    if (wk_buffers_fill(w, arena, &bufs, seed, &oc) ||
-        wk_time(w, arena, &bufs, &base, have_cand ? &cand : NULL, &req->timing, &res->timing, &oc))
+    if (wk_buffers_fill(w, arena, bufs, seed, &oc) ||
+        wk_time(w, arena, bufs, &base, have_cand ? &cand : NULL, &req->timing, &res->timing, &oc))
       goto out;
     res->timed = true;
+    t_time = wk_now();
     if (have_cand &&
-        recheck(w, arena, &bufs, &base, &cand, req->recheck_seed, &res->timing.recheck, &oc))
+        recheck(w, arena, bufs, &base, &cand, req->recheck_seed, &res->timing.recheck, &oc))
       goto out;
+    t_recheck = wk_now();
   }
 out:
   wk_buffers_free(w, &ref.bufs);
   wk_kernel_unload(w, &ref.kernel);
-  wk_buffers_free(w, &bufs);
+  wk_pool_release(w, bufs, oc.status == KS_RUN_OK && !w->dead);
   wk_kernel_unload(w, &cand);
   wk_kernel_unload(w, &base);
   res->status = oc.status;
   res->error = oc.error;
   res->error_kernel = oc.kernel;
+  if (w->profile) {
+    /* Phases that did not run show 0; fill, download and compare are
+     * totals across the phases they happen in. */
+    double end = wk_now();
+#define SPAN(a, b) ((a) > 0 && (b) > 0 ? 1e3 * ((b) - (a)) : 0.0)
+    fprintf(stderr,
+            "kernelsmith-worker: profile: %s%s %llu elements: load %.1f alloc %.1f verify %.1f "
+            "time %.1f (%zu+%zu samples) recheck %.1f | fill %.1f download %.1f compare %.1f | "
+            "total %.1f ms\n",
+            req->verify ? "verify" : "", req->time ? " time" : "",
+            work->buffers.len ? work->buffers.items[0].count : 0ull, SPAN(t_start, t_load),
+            SPAN(t_load, t_alloc), SPAN(t_alloc, t_verify), SPAN(t_verify, t_time),
+            res->timing.base_ms.len, res->timing.cand_ms.len, SPAN(t_time, t_recheck),
+            1e3 * w->t_fill, 1e3 * w->t_download, 1e3 * w->t_compare, 1e3 * (end - t_start));
+#undef SPAN
+  }
 }
 
 /* Times `runs` launches of `k` with events and returns the median in ms. */

@@ -51,7 +51,13 @@ typedef struct wk_state {
   struct wk_fill_cache *fills; /* generated inputs kept between requests
                                   (buffers.c): a search sends the same
                                   seeds for every candidate of a kernel */
+  struct wk_pool *pool;    /* workload buffers kept between requests */
+  bool profile;            /* KS_WORKER_PROFILE: phase times on stderr */
+  double t_fill, t_download, t_compare; /* this request's, in seconds */
 } wk_state;
+
+/* Seconds on the monotonic clock (for the profile). */
+double wk_now(void);
 
 /* ---- device.c ---- */
 /* Loads the driver, retains the primary context, reads the device facts and
@@ -104,6 +110,14 @@ typedef struct wk_buffer {
   unsigned char *input;     /* in/inout: host copy of the inputs */
   unsigned char *slot[3];   /* out/inout: host copies of outputs (verify.c) */
   bool base_changes;        /* in: the original itself modifies it */
+  bool filled;              /* input and pristine hold filled_seed's data */
+  unsigned long long filled_seed;
+  /* The inputs of the seed before (buffers.c): a search alternates between
+   * two seeds on its timed size, timing and recheck. */
+  CUdeviceptr alt_pristine;
+  unsigned char *alt_input;
+  bool alt_filled;
+  unsigned long long alt_seed;
 } wk_buffer;
 
 /* A buffer's name for reports; never NULL (NULL means "none" there). */
@@ -125,6 +139,21 @@ typedef struct wk_buffers {
 int wk_buffers_alloc(wk_state *w, ks_arena *arena, const ks_workload *work, wk_buffers *out,
                      wk_outcome *outcome);
 void wk_buffers_free(wk_state *w, wk_buffers *b);
+/* Points the buffers at `work`'s specs (same shapes as allocated) and sets
+ * the kernel parameters from its arguments. */
+void wk_buffers_bind(wk_buffers *out, const ks_workload *work);
+
+/* ---- pool.c ---- */
+/* Buffers for `work`, kept from an earlier request with the same buffer
+ * specs when there is one (inputs of a seed already filled are not filled
+ * again), else newly allocated. */
+int wk_pool_acquire(wk_state *w, ks_arena *arena, const ks_workload *work, wk_buffers **out,
+                    wk_outcome *outcome);
+/* Hands `b` back: kept for the next request when `keep` (the request went
+ * well), else freed. */
+void wk_pool_release(wk_state *w, wk_buffers *b, bool keep);
+/* Frees every kept set. */
+void wk_pool_clear(wk_state *w);
 /* Fills inputs on the host from (seed, buffer index), uploads them to the
  * buffer and its pristine copy. */
 int wk_buffers_fill(wk_state *w, ks_arena *arena, wk_buffers *b, unsigned long long seed,
