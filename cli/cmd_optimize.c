@@ -53,6 +53,8 @@ static const char usage[] =
     "      --rounds N       rounds (beam: iterations) per kernel (default 40)\n"
     "      --max-evals N    evaluations per kernel (default: no limit)\n"
     "      --max-seconds S  wall time for the whole run, shared by the kernels\n"
+    "      --patience N     stop a kernel's search after N rounds in a row found\n"
+    "                       nothing faster (default: never; all rounds run)\n"
     "      --seed S         seed of every random choice (default 1)\n"
     "      --islands N      evolve: islands (default 4)\n"
     "      --population N   evolve: variants per island (default 8)\n"
@@ -102,7 +104,7 @@ static void on_signal(int sig) {
   interrupted = 1;
 }
 
-enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECONDS, OPT_SEED,
+enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECONDS, OPT_PATIENCE, OPT_SEED,
        OPT_ISLANDS, OPT_POPULATION, OPT_CHILDREN, OPT_BEAM_WIDTH, OPT_PROPOSALS, OPT_NO_CONFIRM,
        OPT_RESUME, OPT_STORE, OPT_SAMPLE_SECONDS, OPT_DEVICE, OPT_TIMEOUT, OPT_STANDIN,
        OPT_JSON };
@@ -136,6 +138,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       {"proposer", required_argument, NULL, OPT_PROPOSER},
       {"rounds", required_argument, NULL, OPT_ROUNDS},
       {"max-evals", required_argument, NULL, OPT_MAX_EVALS},
+      {"patience", required_argument, NULL, OPT_PATIENCE},
       {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
       {"seed", required_argument, NULL, OPT_SEED},
       {"islands", required_argument, NULL, OPT_ISLANDS},
@@ -195,6 +198,10 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       break;
     case OPT_MAX_EVALS:
       if (count_option(ctx, "--max-evals", optarg, 1, 100000000, &c->search.max_evals))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_PATIENCE:
+      if (count_option(ctx, "--patience", optarg, 1, 100000, &c->search.patience))
         return KS_EXIT_USAGE;
       break;
     case OPT_MAX_SECONDS:

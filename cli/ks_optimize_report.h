@@ -31,6 +31,8 @@ typedef struct ks_outcome {
   long long variant_id;
   bool budget_hit;         /* stopped by --max-seconds: --resume gives it
                               more time */
+  const char *stopped_by;  /* "rounds", "patience", "exhausted" (nothing new
+                              to propose) or "budget"; NULL: not searched */
 } ks_outcome;
 typedef KS_ARRAY(ks_outcome) ks_outcomes;
 

@@ -158,6 +158,8 @@ int ks_outcomes_json(ks_ctx *ctx, FILE *out, const ks_outcomes *o, long long run
     cJSON_AddNumberToObject(j, "refused", k->refused);
     cJSON_AddNumberToObject(j, "duplicates", k->duplicates);
     cJSON_AddNumberToObject(j, "rounds", k->rounds);
+    if (k->stopped_by)
+      cJSON_AddStringToObject(j, "stopped_by", k->stopped_by);
     cJSON_AddNumberToObject(j, "seconds", k->seconds);
     cJSON_AddItemToArray(arr, j);
   }

@@ -203,6 +203,8 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double sec
   o->duplicates = r.duplicates;
   o->rounds = r.rounds_done;
   o->budget_hit = r.time_budget_hit;
+  o->stopped_by = r.budget_hit ? "budget" : r.converged ? "patience" : r.exhausted ? "exhausted"
+                                                                                  : "rounds";
   o->bw_fraction = r.baseline.base_bw_fraction;
   if (r.best) {
     o->status = "optimized";

@@ -109,6 +109,8 @@ typedef struct ks_search_options {
   unsigned rounds;          /* default 40 */
   unsigned max_evals;       /* 0: no limit */
   double max_seconds;       /* 0: no limit */
+  unsigned patience;        /* stop after this many rounds in a row found
+                               nothing faster; 0: never */
   /* evolve */
   unsigned islands;         /* default 4 */
   unsigned population;      /* per island; default 8 */
@@ -150,6 +152,7 @@ typedef struct ks_search_result {
   bool time_budget_hit;    /* by --max-seconds: a resumed run gets more time
                               (--max-evals counts the resumed evaluations) */
   bool exhausted;          /* stopped because nothing new could be proposed */
+  bool converged;          /* stopped by the patience option */
   ks_nodes nodes;          /* every node, in the order made */
 } ks_search_result;
 

@@ -238,6 +238,20 @@ bool ks_search_budget_left(search_state *st) {
   return true;
 }
 
+bool ks_search_converged(search_state *st) {
+  unsigned patience = st->s->opts.patience;
+  /* Better by more than noise: the judge's own minimum effect. */
+  if (st->best_speedup > st->patience_best * 1.01) {
+    st->patience_best = st->best_speedup;
+    st->patience_rounds = 0;
+    return false;
+  }
+  if (!patience || ++st->patience_rounds < patience)
+    return false;
+  st->res->converged = true;
+  return true;
+}
+
 /* Judges the nodes of a batch that are not judged yet: compiles them all in
  * parallel first, then one by one on the device, each evaluation stored as
  * soon as it is known. Stops early (leaving nodes unevaluated, to be judged
@@ -386,7 +400,7 @@ static int choose_winner(search_state *st) {
 int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
   memset(out, 0, sizeof *out);
   search_state st = {.s = s, .arena = arena, .res = out, .best_speedup = 1,
-                     .best_techniques = "", .t0 = ks_search_now()};
+                     .best_techniques = "", .t0 = ks_search_now(), .patience_best = 1};
   if (!s->opts.rounds)
     return ks_fail(s->ctx, "the search needs at least one round");
   if (load(&st))

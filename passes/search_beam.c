@@ -70,6 +70,8 @@ int ks_search_beam(search_state *st) {
       beam[b] = pool[b];
     st->rounds_done = st->round;
     ks_search_report(st, true);
+    if (ks_search_converged(st))
+      break;
   }
   return 0;
 }

@@ -186,6 +186,8 @@ int ks_search_evolve(search_state *st) {
       migrate(&ev);
     st->rounds_done = st->round;
     ks_search_report(st, true);
+    if (ks_search_converged(st))
+      break;
   }
   return 0;
 }

@@ -22,6 +22,8 @@ typedef struct search_state {
   /* Where the time goes (KS_PROFILE=1 prints it per kernel): proposing,
    * compiling ahead, judging. */
   double t_propose, t_precompile, t_eval;
+  double patience_best;    /* the best speedup when it last improved */
+  unsigned patience_rounds; /* rounds since */
 } search_state;
 
 double ks_search_now(void);
@@ -35,6 +37,9 @@ ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant
                        int island);
 int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n);
 bool ks_search_budget_left(search_state *st);
+/* At the end of a round: whether the patience option says to stop (sets
+ * res->converged). */
+bool ks_search_converged(search_state *st);
 void ks_search_report(search_state *st, bool round_done);
 
 /* Asks the proposer for children of `parent` and adds the new ones (not

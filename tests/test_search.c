@@ -187,6 +187,30 @@ static void budgets_stop_the_search(void **state) {
   assert_true(x.r.evaluated <= 1);
   run_release(&x);
 
+  /* Patience: a search that stops improving stops early, after the best
+   * it would have found anyway, and says why. */
+  for (int strategy = 0; strategy < 2; strategy++) {
+    ks_strategy st = strategy ? KS_STRATEGY_BEAM : KS_STRATEGY_EVOLVE;
+    run full;
+    run_search(&full, st, 7, 40, 0, NULL, 0);
+    memset(&x, 0, sizeof x);
+    ks_ctx_init(&x.ctx, "test_search");
+    x.ev = ks_standin_evaluator();
+    x.s = (ks_search){.ctx = &x.ctx, .kernel = "k", .proposer = &scripted, .evaluator = &x.ev,
+                      .seed = &seed_variant};
+    ks_search_options_defaults(&x.s.opts);
+    x.s.opts.strategy = st;
+    x.s.opts.seed = 7;
+    x.s.opts.patience = 2;
+    assert_int_equal(ks_search_run(&x.s, &x.arena, &x.r), 0);
+    assert_true(x.r.converged || x.r.exhausted);
+    assert_true(x.r.rounds_done < 40);
+    assert_true(x.r.evaluated <= full.r.evaluated);
+    assert_sound(&x);
+    run_release(&x);
+    run_release(&full);
+  }
+
   /* An interruption (a signal handler's flag) stops it too. */
   volatile int stop = 1;
   memset(&x, 0, sizeof x);
