@@ -20,6 +20,8 @@ extern const ks_rule ks_rule_fast_math;
 extern const ks_rule ks_rule_warp_reduce;
 extern const ks_rule ks_rule_warp_atomic;
 extern const ks_rule ks_rule_warp_rows;
+/* rules_reduce.c */
+extern const ks_rule ks_rule_reduce_stride;
 /* rules_smem.c */
 extern const ks_rule ks_rule_smem_histogram;
 extern const ks_rule ks_rule_smem_transpose;

@@ -8,6 +8,7 @@
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "rules_int.h"
+#include "rules_tree.h"
 
 /* ---- reading the tree ----------------------------------------------------- */
 
@@ -486,10 +487,6 @@ static void collect_returns(return_edits *r, const ks_anode *n) {
   r->depth -= loop;
 }
 
-static bool is_64bit_type(const char *t) {
-  return strstr(t, "long") || strstr(t, "size_t") || strstr(t, "int64") || strstr(t, "ptrdiff");
-}
-
 /* A bound the guard language can evaluate: scalar parameters, numbers and
  * arithmetic. */
 static bool bound_is_evaluable(const ks_anode *n) {
@@ -661,7 +658,7 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
   const char *pg = p.grid[0], *pb = operand(arena, p.block[0]);
   const char *new_grid = ks_arena_printf(arena, "min(%s, %u * %d)", pg, in->sm_count, param);
   ks_rule_child_init(arena, in, &out->child);
-  if (!is_64bit_type(type)) {
+  if (!ks_rt_is_64bit_type(type)) {
     const ks_anode *b = strip(bound);
     if (bound_is_evaluable(b)) {
       const char *limit = strstr(type, "unsigned") || strstr(type, "uint") ? "4294967296" : "2147483648";

@@ -547,15 +547,6 @@ static int no(ks_rule_result *out, ks_arena *arena, const char *fmt, ...) {
 
 /* Whether a guard evaluates at the timed size: it names only what the
  * policy knows (a bound that uses a macro or a local does not). */
-static bool guard_evaluates(const ks_rule_input *in, const char *guard) {
-  ks_ctx scratch;
-  ks_ctx_init(&scratch, "rules");
-  long long v = 0;
-  bool ok = !ks_rule_eval(&scratch, in, guard, &v);
-  ks_ctx_release(&scratch);
-  return ok;
-}
-
 /* `requires` for a loop or tile that may visit indices the original launch
  * never reached: the original launch must cover everything the bound
  * admits. */
@@ -1105,7 +1096,7 @@ static int hist_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   const char *no_wrap = NULL;
   if (!s.has_loop) {
     cover = cover_guard(&w, pol.grid[0], pol.block[0], &s.bound);
-    if (!guard_evaluates(in, cover))
+    if (!ks_rt_guard_evaluates(in, cover))
       return no(out, arena, "its bound '%s' is not an expression of the launch and the scalar "
                             "parameters", node_text(&w, strip(s.bound.bound)));
     /* A narrow index must not wrap when it steps past the bound. */
@@ -1490,7 +1481,7 @@ static int transpose_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     return no(out, arena, "the parent's launch policy does not read: %s", ctx->error);
   const char *cover_x = cover_guard(&w, pol.grid[0], pol.block[0], &t.xb);
   const char *cover_y = cover_guard(&w, pol.grid[1], pol.block[1], &t.yb);
-  if (!guard_evaluates(in, cover_x) || !guard_evaluates(in, cover_y))
+  if (!ks_rt_guard_evaluates(in, cover_x) || !ks_rt_guard_evaluates(in, cover_y))
     return no(out, arena, "its bounds are not expressions of the launch and the scalar parameters");
 
   const char *text = NULL;

@@ -472,3 +472,16 @@ void ks_rt_render_span(ks_buf *b, const ks_rule_input *in, const ks_anode *paren
                         unsigned from, unsigned to, ks_rt_replace fn, void *arg) {
   render_range_rec(b, in->unit, parent, from, to, fn, arg);
 }
+
+bool ks_rt_guard_evaluates(const ks_rule_input *in, const char *guard) {
+  ks_ctx scratch;
+  ks_ctx_init(&scratch, "rules");
+  long long v = 0;
+  bool ok = !ks_rule_eval(&scratch, in, guard, &v);
+  ks_ctx_release(&scratch);
+  return ok;
+}
+
+bool ks_rt_is_64bit_type(const char *t) {
+  return strstr(t, "long") || strstr(t, "size_t") || strstr(t, "int64") || strstr(t, "ptrdiff");
+}

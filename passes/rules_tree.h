@@ -89,6 +89,12 @@ size_t ks_rt_src_at(const ks_rule_input *in, unsigned unit_offset);
 /* The node's text. */
 const char *ks_rt_text_of(ks_arena *arena, const ks_rule_input *in, const ks_anode *n);
 
+/* Whether a guard expression evaluates at the timed size (its names are
+ * launch variables and scalar parameters). */
+bool ks_rt_guard_evaluates(const ks_rule_input *in, const char *guard);
+/* A C type name of 64 bits (long, size_t, int64_t, ptrdiff_t...). */
+bool ks_rt_is_64bit_type(const char *t);
+
 /* The device function fast_math adds for tanhf (rules_loop.c). */
 extern const char ks_fast_tanhf_source[];
 

@@ -2,7 +2,8 @@
  * warp_atomic on the kernels of testdata/apps and on kernels written here
  * for what the apps do not cover (a sum that does not start at zero, an
  * if/else of stores, a running sum, an in-place prefix sum, a max tree with
- * blockDim.x, atomics whose value is used). For each: applied or not, with
+ * blockDim.x, atomics whose value is used), and reduce_stride, the
+ * grid-stride accumulation in front of a block or warp sum. For each: applied or not, with
  * the reason; the text that matters in the rewrite; the launch policy and
  * guards resolved on every size set; the child compiled by NVRTC for sm_90
  * after the slice, as the judge compiles it; and compositions with the
@@ -228,6 +229,38 @@ static const char atomics_cu[] =
     "    int slot = atomicAdd(counter, 1);\n"
     "    kept[slot] = x[i];\n"
     "  }\n"
+    "}\n"
+    "\n"
+    "/* kernelsmith:\n"
+    " *   size timed: n = 1 << 22\n"
+    " *   size odd:   n = 1001\n"
+    " *   in    x[n] uniform(0, 1)\n"
+    " *   inout total[1] const(0) tol(atol = 1e-3, rtol = 1e-4)\n"
+    " *   launch grid = ceil_div(n, 256), block = 256\n"
+    " */\n"
+    "__global__ void warp_sum(const float *x, float *total, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  float v = i < n ? x[i] : 0.0f;\n"
+    "  for (int off = 16; off > 0; off /= 2)\n"
+    "    v += __shfl_down_sync(0xffffffffu, v, off);\n"
+    "  if ((threadIdx.x & 31) == 0)\n"
+    "    atomicAdd(total, v);\n"
+    "}\n"
+    "\n"
+    "/* kernelsmith:\n"
+    " *   size timed: n = 1 << 22\n"
+    " *   size odd:   n = 1001\n"
+    " *   in    x[n] int(0, 1000)\n"
+    " *   inout peak[1] const(0)\n"
+    " *   launch grid = ceil_div(n, 256), block = 256\n"
+    " */\n"
+    "__global__ void warp_peak(const int *x, int *peak, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  int v = i < n ? x[i] : 0;\n"
+    "  for (int off = 16; off > 0; off /= 2)\n"
+    "    v = max(v, __shfl_down_sync(0xffffffffu, v, off));\n"
+    "  if ((threadIdx.x & 31) == 0)\n"
+    "    atomicMax(peak, v);\n"
     "}\n";
 
 /* ---- fixtures -------------------------------------------------------------- */
@@ -654,6 +687,49 @@ static void warp_reduce_does_not_apply(void **state) {
   not_applied(&apps, "reduce_sum_kernel", "warp_reduce warp_reduce", "already reduces with warp shuffles");
 }
 
+/* ---- reduce_stride (rules_reduce.c) ------------------------------------------ */
+
+static void reduce_stride_applies(void **state) {
+  (void)state;
+  const ks_target *t;
+  ks_candidate cand;
+  const ks_variant *v = applies(&apps, "reduce_sum_kernel", "reduce_stride=8", &cand, &t);
+  has(v, "float ks_acc = 0;");
+  has(v, "for (unsigned int ks_j = i; ks_j < ((unsigned int)n); ks_j += gridDim.x * blockSize)");
+  has(v, "ks_acc += input[ks_j];");
+  has(v, "partial[tid] = ks_acc;");
+  has(v, "if (tid == 0) atomicAdd(result, partial[0]);");
+  assert_true(has_guard(v, "n <= grid_x * block_x"));
+  /* the grid is capped at 8 blocks per SM where it was larger, and every
+   * size set still runs */
+  for (size_t i = 0; i < t->nworkloads; i++) {
+    assert_true(cand.guards_hold[i]);
+    assert_true(cand.launches[i].grid[0] <= t->workloads[i].launch.grid[0]);
+  }
+  /* with the warp rules, either order */
+  v = applies(&apps, "reduce_sum_kernel", "reduce_stride=4 warp_reduce", NULL, NULL);
+  has(v, "__shfl_down_sync");
+  has(v, "ks_acc += input[ks_j];");
+  v = applies(&apps, "reduce_sum_kernel", "warp_reduce reduce_stride=4", NULL, NULL);
+  has(v, "ks_acc += input[ks_j];");
+  /* a warp-level sum folded by atomicAdd */
+  v = applies(&mine, "warp_sum", "reduce_stride=2", NULL, NULL);
+  has(v, "for (int ks_j = i; ks_j < n; ks_j += gridDim.x * blockDim.x)");
+  has(v, "float v = ks_acc;");
+}
+
+static void reduce_stride_does_not_apply(void **state) {
+  (void)state;
+  not_applied(&mine, "warp_peak", "reduce_stride=2", "not only a sum ('max')");
+  not_applied(&mine, "block_max", "reduce_stride=2", "no atomicAdd");
+  not_applied(&mine, "count_positive", "reduce_stride=2", "no load");
+  not_applied(&mine, "compact_positive", "reduce_stride=2", "stores to global memory");
+  not_applied(&apps, "saxpy_kernel", "reduce_stride=2", "no atomicAdd");
+  not_applied(&apps, "histogram_kernel", "reduce_stride=2", "blockIdx.x * B + threadIdx.x");
+  /* once is all: the capped grid is not larger than the cap */
+  not_applied(&apps, "reduce_sum_kernel", "reduce_stride=2 reduce_stride=2", "no larger than");
+}
+
 /* ---- warp_atomic ------------------------------------------------------------- */
 
 static void warp_atomic_histogram(void **state) {
@@ -712,6 +788,8 @@ int main(void) {
       cmocka_unit_test(warp_reduce_reduce_sum),
       cmocka_unit_test(warp_reduce_block_max),
       cmocka_unit_test(warp_reduce_does_not_apply),
+      cmocka_unit_test(reduce_stride_applies),
+      cmocka_unit_test(reduce_stride_does_not_apply),
       cmocka_unit_test(warp_atomic_histogram),
       cmocka_unit_test(warp_atomic_shapes),
       cmocka_unit_test(warp_atomic_does_not_apply),

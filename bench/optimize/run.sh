@@ -11,7 +11,9 @@
 # Prints a table and writes bench/results/optimize-<label>-<date>.json.
 #   KS_BIN (default build/cli/kernelsmith-cc), KS_RESULTS (default
 #   bench/results), KS_ROUNDS (default 40), KS_RULES_SECONDS / KS_TUNING_SECONDS
-#   (wall budgets of the two runs; default none), KS_OPT_ARGS (more options).
+#   (wall budgets of the two runs; default none), KS_OPT_ARGS (more options,
+#   e.g. "--patience 8"). The table's "rounds" column says how many rounds
+#   each search ran and what stopped it (rounds, patience, exhausted, budget).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${KS_BIN:-build/cli/kernelsmith-cc}
@@ -74,7 +76,7 @@ memory_bound = {"saxpy_kernel", "gelu_forward_kernel", "transpose_naive_kernel",
 rows, logs, tlogs, slower, evals, secs = [], [], [], [], 0, 0.0
 for k in rules["kernels"]:
     if "speedup" not in k:
-        rows.append((k["kernel"], "-", "-", "-", "-", "-", k["status"] + ": " + k.get("note", "")))
+        rows.append((k["kernel"], "-", "-", "-", "-", "-", "-", k["status"] + ": " + k.get("note", "")))
         continue
     t = tk.get(k["kernel"], {})
     s, ts = k["speedup"], t.get("speedup", 1.0)
@@ -84,6 +86,7 @@ for k in rules["kernels"]:
     bw = k.get("bandwidth_fraction", 0)
     rows.append((k["kernel"], f"{k['baseline_ms']:.4f}", f"{k['best_ms']:.4f}", f"{s:.2f}x",
                  f"{ts:.2f}x", f"{100*bw:.0f}%" + (" mb" if k["kernel"] in memory_bound else ""),
+                 f"{k.get('rounds', 0)} {k.get('stopped_by', '')}".strip(),
                  (k["techniques"] or "-") + (f"  [recheck {rechecks.get(k['kernel'], '-')}]" if k.get("winner_file") else "")))
 geo = math.exp(sum(logs) / len(logs)) if logs else 0
 tgeo = math.exp(sum(tlogs) / len(tlogs)) if tlogs else 0
@@ -92,9 +95,9 @@ mb = [k for k in rules["kernels"] if k["kernel"] in memory_bound and "speedup" i
 mb_ok = [k["kernel"] for k in mb if k.get("bandwidth_fraction", 0) >= 0.85]
 rate = evals / (secs / 60) if secs else 0
 print(f"device: {rules.get('device', '?')}")
-print(f"{'kernel':30} {'base ms':>9} {'best ms':>9} {'rules':>7} {'tuning':>7} {'roofline':>9}  techniques")
+print(f"{'kernel':30} {'base ms':>9} {'best ms':>9} {'rules':>7} {'tuning':>7} {'roofline':>9}  {'rounds':16} techniques")
 for r in rows:
-    print(f"{r[0]:30} {r[1]:>9} {r[2]:>9} {r[3]:>7} {r[4]:>7} {r[5]:>9}  {r[6]}")
+    print(f"{r[0]:30} {r[1]:>9} {r[2]:>9} {r[3]:>7} {r[4]:>7} {r[5]:>9}  {r[6]:16} {r[7]}")
 targets = [
     ("geomean speedup, rules", f"{geo:.2f}x (tuning only: {tgeo:.2f}x)", ">= 1.5x", geo >= 1.5),
     ("kernels slower than the original", f"{len(slower)}", "0", not slower),
