@@ -628,6 +628,24 @@ static bool assigned_at_top(vec_state *s, vbuf *b, const ks_anode *const *stmts,
   return false;
 }
 
+typedef struct var_ref {
+  const ks_anode *var;
+  bool found;
+} var_ref;
+
+static bool visit_var_ref(ks_anode *n, void *arg) {
+  var_ref *r = arg;
+  if (n->kind == KS_AK_DECL_REF && n->decl == r->var)
+    r->found = true;
+  return !r->found;
+}
+
+static bool uses_var(const ks_anode *e, const ks_anode *var) {
+  var_ref r = {var, false};
+  ks_anode_walk((ks_anode *)e, visit_var_ref, &r);
+  return r.found;
+}
+
 static const int vectorize_choices[] = {16};
 
 static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
@@ -647,13 +665,43 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   const ks_anode *body = sh.body, *iv = sh.var[0], *init = ks_rt_var_init(iv);
   unsigned allowed[2] = {init->begin, init->end};
   problem = ks_rt_mapping_problem(arena, in, allowed, 1);
+  /* A kernel whose work depends on its block (a per-block offset, block 0
+   * left alone) keeps its grid: each block gets 1/V of the threads, each
+   * doing V of the block's elements. */
+  bool narrow = false;
+  if (problem && strstr(problem, "reads blockIdx")) {
+    problem = ks_rt_block_mapping_problem(arena, in, allowed, 1);
+    narrow = true;
+  }
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
   if (sh.check_at != sh.first + 1)
     return ks_rt_not_applicable(arena, out, "declarations between the index and its bounds check");
   node_list terms = {0};
   chain_terms(arena, sh.check->kids[0], sh.early_return ? "||" : "&&", &terms);
-  if (terms.len != 1)
+  /* The bound's term, and others that do not depend on the element (block
+   * 0 skipped, a flag): they are tested once per thread. */
+  ks_buf others = KS_BUF_INIT;
+  size_t nbound = 0;
+  for (size_t k = 0; k < terms.len; k++) {
+    const ks_anode *t = terms.items[k];
+    bool impure = false;
+    ks_anode_walk((ks_anode *)t, visit_impure, &impure);
+    if (uses_var(t, iv)) {
+      nbound++;
+      continue;
+    }
+    if (impure) {
+      ks_buf_release(&others);
+      return ks_rt_not_applicable(arena, out, "the bounds check's term '%s' reads memory or "
+                                  "calls", ks_rt_text_of(arena, in, t));
+    }
+    ks_buf_addf(&others, "%s%s", others.len ? (sh.early_return ? " || " : " && ") : "",
+                ks_rt_text_of(arena, in, t));
+  }
+  const char *other_terms = others.len ? ks_arena_strdup(arena, others.data) : NULL;
+  ks_buf_release(&others);
+  if (nbound != 1)
     return ks_rt_not_applicable(arena, out, "the bounds check tests more than %s against a bound",
                                 iv->name);
   if (!guardable(body, sh.bound))
@@ -778,6 +826,9 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
                 strstr(type, "unsigned") ? "unsigned long long" : "long long", base,
                 strstr(type, "unsigned") ? "unsigned long long" : "long long",
                 ks_rt_text_of(arena, in, init), V);
+  if (other_terms)
+    ks_buf_addf(&o, sh.early_return ? "%sif (%s)\n%s%sreturn;\n" : "%sif (!(%s))\n%s%sreturn;\n",
+                ind, other_terms, ind, u);
   ks_buf_addf(&o, "%sif (%s < %s && %s - %s >= %d) {\n", ind, base, pb, pb, base, V);
   for (size_t k = 0; k < s.nbufs; k++) {
     vbuf *b = &s.bufs[k];
@@ -873,7 +924,13 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
       ks_rule_require(arena, &out->child,
                       ks_arena_printf(arena, "aligned(%s, %zu)", s.bufs[k].param->name,
                                       s.bufs[k].size * (size_t)V));
-  pol.grid[0] = ks_arena_printf(arena, "ceil_div(%s, %d)", pol.grid[0], V);
+  if (narrow) {
+    ks_rule_require(arena, &out->child,
+                    ks_arena_printf(arena, "%s %% %d == 0", ks_rt_paren(arena, pol.block[0]), V));
+    pol.block[0] = ks_arena_printf(arena, "%s / %d", ks_rt_paren(arena, pol.block[0]), V);
+  } else {
+    pol.grid[0] = ks_arena_printf(arena, "ceil_div(%s, %d)", pol.grid[0], V);
+  }
   ks_rule_policy_write(arena, &pol, &out->child);
   return 0;
 }

@@ -384,6 +384,7 @@ typedef struct mapping_walk {
   callee_scan *scan;
   const unsigned *allowed;
   size_t nallowed;
+  bool block_idx_ok;        /* blockIdx may be read anywhere */
   const char *problem;
 } mapping_walk;
 
@@ -402,8 +403,9 @@ static bool visit_mapping(ks_anode *n, void *arg) {
       w->problem = w->scan->problem;
     }
   } else if (w->allowed && n->kind == KS_AK_DECL_REF && !n->decl && n->name &&
-             (!strcmp(n->name, "threadIdx") || !strcmp(n->name, "blockIdx") ||
-              !strcmp(n->name, "gridDim"))) {
+             (!strcmp(n->name, "threadIdx") ||
+              (!strcmp(n->name, "blockIdx") && !w->block_idx_ok) ||
+              !strcmp(n->name, "gridDim") || (!strcmp(n->name, "blockDim") && w->block_idx_ok))) {
     bool ok = false;
     for (size_t k = 0; k + 1 < w->nallowed * 2; k += 2)
       ok |= n->begin >= w->allowed[k] && n->end <= w->allowed[k + 1];
@@ -418,18 +420,28 @@ static bool visit_mapping(ks_anode *n, void *arg) {
   return !w->problem;
 }
 
-const char *ks_rt_mapping_problem(ks_arena *arena, const ks_rule_input *in,
-                                  const unsigned *allowed, size_t nallowed) {
+static const char *mapping_problem(ks_arena *arena, const ks_rule_input *in,
+                                   const unsigned *allowed, size_t nallowed, bool block_idx_ok) {
   callee_scan scan = {.arena = arena,
                       .unit = in->unit,
                       .unit_end = in->unit + strlen(in->unit),
                       .kernel_begin = in->unit + in->ast->root->begin,
                       .kernel_end = in->unit + in->ast->root->end};
-  mapping_walk w = {in, &scan, allowed, nallowed, NULL};
+  mapping_walk w = {in, &scan, allowed, nallowed, block_idx_ok, NULL};
   ks_anode_walk(in->ast->body, visit_mapping, &w);
   if (!w.problem && strstr(in->parent->source, "__shared__"))
     w.problem = "uses shared memory";
   return w.problem;
+}
+
+const char *ks_rt_mapping_problem(ks_arena *arena, const ks_rule_input *in,
+                                  const unsigned *allowed, size_t nallowed) {
+  return mapping_problem(arena, in, allowed, nallowed, false);
+}
+
+const char *ks_rt_block_mapping_problem(ks_arena *arena, const ks_rule_input *in,
+                                        const unsigned *allowed, size_t nallowed) {
+  return mapping_problem(arena, in, allowed, nallowed, true);
 }
 
 /* ---- results ------------------------------------------------------------ */

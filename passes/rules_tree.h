@@ -67,6 +67,11 @@ bool ks_rt_global_index(const ks_anode *e, char d, const ks_anode **product);
  * looked at when allowed is NULL). */
 const char *ks_rt_mapping_problem(ks_arena *arena, const ks_rule_input *in,
                                   const unsigned *allowed, size_t nallowed);
+/* The same for a rewrite that keeps every block's elements in that block
+ * (fewer threads per block, each doing several of the block's elements):
+ * blockIdx may be read anywhere, blockDim only inside the ranges. */
+const char *ks_rt_block_mapping_problem(ks_arena *arena, const ks_rule_input *in,
+                                        const unsigned *allowed, size_t nallowed);
 
 /* Applies `edits` to the parent's source, makes the child, and fills `out`
  * (applied, technique). Returns -1 when the edits do not apply. */

@@ -219,12 +219,38 @@ static void vectorize_gelu_and_histogram(void **state) {
   compile_queued();
 }
 
+/* A kernel whose work depends on its block keeps its grid: each block gets
+ * a quarter of the threads, each doing four of the block's elements; a
+ * block-uniform term of the bounds check is tested once per thread. */
+static void vectorize_block_work(void **state) {
+  (void)state;
+  subject *s = open_kernel("add_block_offsets_kernel");
+  ks_variant v = applied(s, &s->in, "vectorize", 16);
+  has(&v, "long long ks_base = (long long)(blockIdx.x * blockDim.x + threadIdx.x) * 4;");
+  has(&v, "if (!(blockIdx.x > 0))\n        return;");
+  has(&v, "int4 ks_out = *reinterpret_cast<const int4 *>(out + ks_base);");
+  has(&v, "ks_out.w += scanned_block_sums[blockIdx.x - 1];");
+  has(&v, "for (int i = ks_base; i < n; ++i) out[i] += scanned_block_sums[blockIdx.x - 1];");
+  assert_null(v.grid);
+  assert_non_null(strstr(v.block, "block_x / 4"));
+  guard(&v, "block_x % 4 == 0");
+  guard(&v, "aligned(out, 16)");
+  /* every size set: the same grid, a quarter of the threads */
+  ks_candidate c;
+  if (ks_target_candidate(&ctx, &s->t, &v, s->is_template, &arena, &c))
+    fail_msg("%s", ctx.error);
+  for (size_t i = 0; i < s->t.nworkloads; i++) {
+    assert_true(c.guards_hold[i]);
+    assert_int_equal(c.launches[i].grid[0], s->t.workloads[i].launch.grid[0]);
+    assert_int_equal(c.launches[i].block[0] * 4, s->t.workloads[i].launch.block[0]);
+  }
+  compile_queued();
+}
+
 static void vectorize_refusals(void **state) {
   (void)state;
   not_applied(&open_kernel("softmax_rows_kernel")->in, "vectorize", 16, "used as a pointer");
   not_applied(&open_kernel("reduce_sum_kernel")->in, "vectorize", 16, "shared memory");
-  not_applied(&open_kernel("add_block_offsets_kernel")->in, "vectorize", 16,
-              "reads blockIdx outside the global index");
   not_applied(&open_kernel("sgemm_naive_kernel")->in, "vectorize", 16, "2-D");
   not_applied(&open_kernel("gemv_kernel")->in, "vectorize", 16, "element type 'T'");
   not_applied(&open_kernel("scan_blocks_kernel")->in, "vectorize", 16, "shared memory");
@@ -539,6 +565,7 @@ int main(void) {
   const struct CMUnitTest apps[] = {
       cmocka_unit_test(vectorize_saxpy),
       cmocka_unit_test(vectorize_gelu_and_histogram),
+      cmocka_unit_test(vectorize_block_work),
       cmocka_unit_test(vectorize_refusals),
       cmocka_unit_test(vectorize_composes),
       cmocka_unit_test(restrict_saxpy_and_spmv),
