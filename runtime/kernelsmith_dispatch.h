@@ -1,24 +1,55 @@
 /* kernelsmith_dispatch.h: what a build patched by kernelsmith-cc includes.
  *
- * Header-only CUDA C++, depending on nothing of kernelsmith-cc's. A patched
- * launch site asks ksrt_enabled("kernel") before it runs a verified variant;
- * when the answer is no, the original launch runs exactly as written.
+ * Header-only CUDA C++ (the host side of a .cu file), depending on nothing
+ * of kernelsmith-cc's; it needs the CUDA runtime API, which every .cu file
+ * has. A patched launch site owns one `ksrt::site` (a function-local
+ * static) and asks it whether the verified variant may run:
  *
- * Switches:
+ *     static ksrt::site ks_site("saxpy_kernel", "saxpy.cu:41", {90});
+ *     if (ks_site.take(<the variant's requires guards>))
+ *       saxpy_kernel_ks<<<...>>>(...);       // the variant
+ *     else
+ *       saxpy_kernel<<<grid, block>>>(...);  // the launch exactly as written
+ *
+ * take() says yes only when the variants are not switched off, the current
+ * device's architecture is one the variant was verified on, and the guards
+ * hold for these arguments. The device's architecture is queried once per
+ * device and cached: the fast path is an environment flag read once, a
+ * cudaGetDevice, a table load and a relaxed counter increment.
+ *
+ * Switches (read once per process):
  *   -DKERNELSMITH_DISABLE at build time   every variant off, no runtime cost
  *   KERNELSMITH_DISABLE=1 (or "all")      every variant off
  *   KERNELSMITH_DISABLE=k1,k2             these kernels' variants off
+ *   KERNELSMITH_STATS=1                   at exit, each site's counts on stderr:
+ *                                         variant, off, other architecture,
+ *                                         guards failed, no device
+ *   KERNELSMITH_VERIFY=1                  shadow mode (ksrt::shadow): the
+ *                                         variant and the original both run,
+ *                                         on copies of the outputs; the
+ *                                         original's results are kept and any
+ *                                         difference is reported on stderr
  *
- * The environment is read once per process and cached, so the check on the
- * launch path is a load and a compare. */
+ * Without a usable device (cudaGetDevice fails) the original runs; the
+ * failed query's error is cleared so the application does not see it. */
 #ifndef KERNELSMITH_DISPATCH_H
 #define KERNELSMITH_DISPATCH_H
 
 #define KSRT_VERSION_MAJOR 0
-#define KSRT_VERSION_MINOR 1
+#define KSRT_VERSION_MINOR 2
 
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <mutex>
+#include <vector>
+
+#include <cuda_runtime_api.h>
 
 namespace ksrt {
 
@@ -48,9 +79,293 @@ inline const char *disabled_list() {
   return value;
 }
 
+inline bool flag(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+inline bool stats_on() {
+  static const bool on = flag("KERNELSMITH_STATS");
+  return on;
+}
+
+inline bool verify_on() {
+#ifdef KERNELSMITH_DISABLE
+  return false;
+#else
+  static const bool on = flag("KERNELSMITH_VERIFY");
+  return on;
+#endif
+}
+
+/* ---- guard helpers: the functions a `requires` guard may call ------------- */
+
+template <typename A, typename B> inline auto ceil_div(A a, B b) -> decltype(a / b) {
+  return b ? (a + b - 1) / b : 0;
+}
+template <typename A, typename B> inline auto min(A a, B b) -> decltype(a + b) {
+  return a < b ? a : b;
+}
+template <typename A, typename B> inline auto max(A a, B b) -> decltype(a + b) {
+  return a < b ? b : a;
+}
+template <typename A> inline bool is_pow2(A a) { return a > 0 && (a & (a - 1)) == 0; }
+inline bool aligned(const volatile void *p, std::size_t bytes) {
+  return bytes && reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+/* [p, p + pbytes) and [q, q + qbytes) do not overlap. */
+inline bool disjoint(const volatile void *p, std::size_t pbytes, const volatile void *q,
+                     std::size_t qbytes) {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(q);
+  return a + pbytes <= b || b + qbytes <= a;
+}
+
+/* ---- the device's architecture, cached per device ------------------------ */
+
+enum { MAX_DEVICES = 64 };
+
+/* 10 * major + minor of the current device; 0 when there is no usable
+ * device (the error is cleared). */
+inline int current_arch() {
+  static std::atomic<int> cache[MAX_DEVICES];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev < 0 || dev >= MAX_DEVICES)
+    return 0;
+  int arch = cache[dev].load(std::memory_order_relaxed);
+  if (arch)
+    return arch;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  arch = 10 * major + minor;
+  cache[dev].store(arch, std::memory_order_relaxed);
+  return arch;
+}
+
+/* ---- launch sites ---------------------------------------------------------- */
+
+enum path { VARIANT, OFF, OTHER_ARCH, GUARDS, NO_DEVICE, NPATHS };
+
+inline const char *path_name(int p) {
+  static const char *const names[NPATHS] = {"variant", "off", "other architecture",
+                                            "guards failed", "no device"};
+  return p >= 0 && p < NPATHS ? names[p] : "?";
+}
+
+class site;
+
+/* Every site that has been through take(), for the statistics at exit. */
+struct registry {
+  std::mutex lock;
+  std::vector<site *> sites;
+  static registry &get() {
+    static registry *r = new registry; /* never destroyed: atexit may run late */
+    return *r;
+  }
+};
+
+class site {
+public:
+  enum { MAX_ARCHS = 8 };
+  site(const char *kernel, const char *where, std::initializer_list<int> archs)
+      : kernel_(kernel), where_(where) {
+    for (int a : archs)
+      if (narchs_ < MAX_ARCHS)
+        archs_[narchs_++] = a;
+    for (auto &c : counts_)
+      c.store(0, std::memory_order_relaxed);
+    if (stats_on()) {
+      registry &r = registry::get();
+      std::lock_guard<std::mutex> g(r.lock);
+      if (r.sites.empty())
+        std::atexit(print_stats);
+      r.sites.push_back(this);
+    }
+  }
+  site(const site &) = delete;
+  site &operator=(const site &) = delete;
+
+  /* Whether the variant runs here; counts the answer. */
+  bool take(bool guards_hold) {
+    const int p = decide(guards_hold);
+    counts_[p].fetch_add(1, std::memory_order_relaxed);
+    return p == VARIANT;
+  }
+
+  unsigned long long count(int p) const { return counts_[p].load(std::memory_order_relaxed); }
+  const char *kernel() const { return kernel_; }
+  const char *where() const { return where_; }
+
+  static void print_stats() {
+    registry &r = registry::get();
+    std::lock_guard<std::mutex> g(r.lock);
+    for (site *s : r.sites) {
+      std::fprintf(stderr, "kernelsmith: %s at %s:", s->kernel_, s->where_);
+      for (int p = 0; p < NPATHS; p++)
+        std::fprintf(stderr, " %s %llu%s", path_name(p), s->count(p), p + 1 < NPATHS ? "," : "\n");
+    }
+  }
+
+private:
+  int decide(bool guards_hold) const {
+#ifdef KERNELSMITH_DISABLE
+    (void)guards_hold;
+    return OFF;
+#else
+    if (list_names(disabled_list(), kernel_))
+      return OFF;
+    const int arch = current_arch();
+    if (!arch)
+      return NO_DEVICE;
+    bool known = false;
+    for (int i = 0; i < narchs_; i++)
+      known = known || archs_[i] == arch;
+    if (!known)
+      return OTHER_ARCH;
+    return guards_hold ? VARIANT : GUARDS;
+#endif
+  }
+
+  const char *kernel_;
+  const char *where_;
+  int archs_[MAX_ARCHS] = {0};
+  int narchs_ = 0;
+  std::atomic<unsigned long long> counts_[NPATHS];
+};
+
+/* ---- shadow mode (KERNELSMITH_VERIFY=1) ----------------------------------- */
+
+/* An output of the launch: where, how many bytes, and how to compare. */
+struct output {
+  void *ptr;
+  std::size_t bytes;
+  enum kind_t { BYTES, F32, F64 } kind;
+  double atol, rtol;
+};
+
+/* Runs around the two launches of a site in shadow mode:
+ *
+ *     ksrt::shadow sh(ks_site, {{out, n * sizeof(float), ksrt::output::F32, 1e-5, 1e-4}}, stream);
+ *     variant<<<...>>>(...);
+ *     sh.between();                // the variant's outputs saved, the inputs restored
+ *     original<<<...>>>(...);
+ *     sh.finish();                 // compared; the original's results stay
+ *
+ * The constructor snapshots every output (in-place buffers included), so
+ * the original sees exactly what it would have seen. Everything is
+ * synchronous on `stream`: shadow mode is for canary runs, not speed. */
+class shadow {
+public:
+  shadow(const site &s, std::initializer_list<output> outs, cudaStream_t stream = 0)
+      : site_(s), outs_(outs), stream_(stream) {
+    for (const output &o : outs_) {
+      void *before = nullptr;
+      if (ok_ && cudaMalloc(&before, o.bytes ? o.bytes : 1) == cudaSuccess) {
+        saved_.push_back(before);
+        ok_ = cudaMemcpyAsync(before, o.ptr, o.bytes, cudaMemcpyDeviceToDevice, stream_) ==
+              cudaSuccess;
+      } else {
+        ok_ = false;
+      }
+    }
+    if (!ok_)
+      warn("cannot snapshot the outputs; the results are not compared");
+  }
+  shadow(const shadow &) = delete;
+  shadow &operator=(const shadow &) = delete;
+  ~shadow() {
+    for (void *p : saved_)
+      cudaFree(p);
+  }
+
+  /* After the variant: its outputs to the host, the snapshot back. */
+  void between() {
+    if (!ok_)
+      return;
+    variant_.resize(outs_.size());
+    for (std::size_t i = 0; i < outs_.size() && ok_; i++) {
+      variant_[i].resize(outs_[i].bytes);
+      ok_ = cudaMemcpyAsync(variant_[i].data(), outs_[i].ptr, outs_[i].bytes,
+                            cudaMemcpyDeviceToHost, stream_) == cudaSuccess &&
+            cudaMemcpyAsync(outs_[i].ptr, saved_[i], outs_[i].bytes, cudaMemcpyDeviceToDevice,
+                            stream_) == cudaSuccess;
+    }
+    ok_ = ok_ && cudaStreamSynchronize(stream_) == cudaSuccess;
+    if (!ok_)
+      warn("the variant's outputs could not be read; the results are not compared");
+  }
+
+  /* After the original: compare, report the first difference per output. */
+  void finish() {
+    if (!ok_ || cudaStreamSynchronize(stream_) != cudaSuccess)
+      return;
+    for (std::size_t i = 0; i < outs_.size(); i++) {
+      std::vector<unsigned char> orig(outs_[i].bytes);
+      if (cudaMemcpy(orig.data(), outs_[i].ptr, outs_[i].bytes, cudaMemcpyDeviceToHost) !=
+          cudaSuccess)
+        return;
+      std::size_t bad = 0, first = 0;
+      compare(outs_[i], orig.data(), variant_[i].data(), &bad, &first);
+      if (bad)
+        std::fprintf(stderr,
+                     "kernelsmith: VERIFY %s at %s: output %zu differs at %zu element(s), first "
+                     "at %zu\n",
+                     site_.kernel(), site_.where(), i, bad, first);
+    }
+  }
+
+private:
+  static bool close(double want, double got, double atol, double rtol) {
+    if (std::isnan(want) || std::isnan(got))
+      return std::isnan(want) && std::isnan(got);
+    return want == got || std::fabs(got - want) <= atol + rtol * std::fabs(want);
+  }
+  static void compare(const output &o, const unsigned char *want, const unsigned char *got,
+                      std::size_t *bad, std::size_t *first) {
+    std::size_t es = o.kind == output::F32 ? 4 : o.kind == output::F64 ? 8 : 1;
+    for (std::size_t e = 0; e < o.bytes / es; e++) {
+      bool ok;
+      if (o.kind == output::F32) {
+        float a, b;
+        std::memcpy(&a, want + 4 * e, 4);
+        std::memcpy(&b, got + 4 * e, 4);
+        ok = close(a, b, o.atol, o.rtol);
+      } else if (o.kind == output::F64) {
+        double a, b;
+        std::memcpy(&a, want + 8 * e, 8);
+        std::memcpy(&b, got + 8 * e, 8);
+        ok = close(a, b, o.atol, o.rtol);
+      } else {
+        ok = want[e] == got[e];
+      }
+      if (!ok && !(*bad)++)
+        *first = e;
+    }
+  }
+  void warn(const char *what) const {
+    std::fprintf(stderr, "kernelsmith: VERIFY %s at %s: %s\n", site_.kernel(), site_.where(), what);
+  }
+
+  const site &site_;
+  std::vector<output> outs_;
+  cudaStream_t stream_;
+  std::vector<void *> saved_;
+  std::vector<std::vector<unsigned char>> variant_;
+  bool ok_ = true;
+};
+
 } // namespace ksrt
 
-/* True when the variants of `kernel` may run in this process. */
+/* True when the variants of `kernel` may run in this process (the switches
+ * alone; a site's take() also checks the architecture and the guards). */
 inline bool ksrt_enabled(const char *kernel) {
 #ifdef KERNELSMITH_DISABLE
   (void)kernel;

@@ -45,6 +45,7 @@ step spec_tests $ks/bin/test_spec
 step hacks tests/hacks.sh $ks/bin/kernelsmith-cc testdata tests/fixtures
 step judge_bench env KS_BIN=$ks/bin/kernelsmith-cc KS_COMPILE_BENCH=$ks/bin/compile_bench \
   KS_RESULTS="$out" bench/judge/run.sh
+step dispatch_bench env KS_RESULTS="$out" bench/dispatch/run.sh
 step scan_apps $ks/bin/kernelsmith-cc scan --long testdata/apps
 step build_apps make -C testdata/apps -j"$(nproc)"
 

@@ -1,5 +1,10 @@
-// The runtime header's switches: KERNELSMITH_DISABLE as "1", "all" or a list.
-// Plain C++ (the header is host code); run once per environment by re-exec.
+// The runtime header (runtime/kernelsmith_dispatch.h) as host C++: the
+// switches (KERNELSMITH_DISABLE as "1", "all" or a list, read once), the guard
+// helpers, a site's decision and counts, and the statistics at exit. Without
+// a GPU, take() must answer "no device" and leave no CUDA error behind; on a
+// GPU machine the same checks run and a site with the device's architecture
+// takes the variant when its guards hold. Each environment is tested in a
+// child process (the header reads the environment once).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,33 +13,90 @@
 
 #include "kernelsmith_dispatch.h"
 
-static int expect(bool got, bool want, const char *what) {
-  if (got != want) {
-    std::fprintf(stderr, "FAIL: %s: got %d, want %d\n", what, got, want);
-    return 1;
+static int fails;
+
+static void expect(bool ok, const char *what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAIL: %s\n", what);
+    fails++;
   }
-  return 0;
+}
+
+static std::string run(const std::string &cmd) {
+  std::string out;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p)
+    return out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p))
+    out += buf;
+  if (pclose(p) != 0)
+    out += "(child failed)";
+  return out;
+}
+
+static void helpers() {
+  expect(ksrt::list_names("saxpy,gemv", "gemv"), "list names gemv");
+  expect(!ksrt::list_names("saxpy,gemv", "gem"), "prefix is not a name");
+  expect(ksrt::list_names("all", "x") && ksrt::list_names("1", "x"), "all, 1");
+  expect(!ksrt::list_names("", "x") && !ksrt::list_names(nullptr, "x"), "empty, unset");
+  expect(ksrt::ceil_div(10, 4) == 3 && ksrt::ceil_div(8u, 4u) == 2u, "ceil_div");
+  expect(ksrt::min(3, 5) == 3 && ksrt::max(3u, 5u) == 5u, "min, max");
+  expect(ksrt::is_pow2(256) && !ksrt::is_pow2(96) && !ksrt::is_pow2(0), "is_pow2");
+  alignas(16) float buf[16];
+  expect(ksrt::aligned(buf, 16) && !ksrt::aligned(buf + 1, 16), "aligned");
+  expect(ksrt::disjoint(buf, 32, buf + 8, 32) && !ksrt::disjoint(buf, 36, buf + 8, 4),
+         "disjoint");
+}
+
+/* In a child: what take() answers under the environment the parent set. */
+static int child(const char *want) {
+  static ksrt::site s("saxpy", "t.cu:1", {ksrt::current_arch() ? ksrt::current_arch() : 90});
+  static ksrt::site other("saxpy", "t.cu:2", {11});
+  bool device = ksrt::current_arch() != 0;
+  bool took = s.take(true), took_bad = s.take(false), took_other = other.take(true);
+  /* With a device, the queries leave no error for the application to see;
+   * without a driver every runtime call, cudaGetLastError too, reports the
+   * failed initialization, whatever we do. */
+  if (device)
+    expect(cudaGetLastError() == cudaSuccess, "no CUDA error left behind");
+  expect(!took_bad, "failed guards never take the variant");
+  if (!std::strcmp(want, "off")) {
+    expect(!took && s.count(ksrt::OFF) == 2, "switched off");
+  } else if (!device) {
+    expect(!took && s.count(ksrt::NO_DEVICE) == 2, "no device: the original");
+  } else {
+    expect(took && s.count(ksrt::VARIANT) == 1 && s.count(ksrt::GUARDS) == 1, "variant");
+    expect(!took_other && other.count(ksrt::OTHER_ARCH) == 1, "another architecture");
+  }
+  (void)took_other;
+  return fails;
 }
 
 int main(int argc, char **argv) {
-  int fails = 0;
-  fails += expect(ksrt::list_names("saxpy,gemv", "gemv"), true, "list names gemv");
-  fails += expect(ksrt::list_names("saxpy,gemv", "gem"), false, "prefix is not a name");
-  fails += expect(ksrt::list_names("all", "x"), true, "all");
-  fails += expect(ksrt::list_names("1", "x"), true, "1");
-  fails += expect(ksrt::list_names("", "x"), false, "empty");
-  fails += expect(ksrt::list_names(nullptr, "x"), false, "unset");
-  if (argc > 1) { // child: the environment was set by the parent
-    bool want = std::strcmp(argv[1], "on") == 0;
-    fails += expect(ksrt_enabled("saxpy"), want, argv[1]);
-    return fails;
-  }
+  if (argc > 1)
+    return child(argv[1]);
+  helpers();
+  std::string self = argv[0];
+  unsetenv("KERNELSMITH_STATS");
   setenv("KERNELSMITH_DISABLE", "gemv,saxpy", 1);
-  if (std::system((std::string(argv[0]) + " off").c_str()) != 0)
-    fails++;
+  expect(std::system((self + " off").c_str()) == 0, "child: disabled by list");
+  setenv("KERNELSMITH_DISABLE", "all", 1);
+  expect(std::system((self + " off").c_str()) == 0, "child: disabled by all");
   setenv("KERNELSMITH_DISABLE", "gemv", 1);
-  if (std::system((std::string(argv[0]) + " on").c_str()) != 0)
-    fails++;
+  expect(std::system((self + " on").c_str()) == 0, "child: another kernel disabled");
+  unsetenv("KERNELSMITH_DISABLE");
+  expect(std::system((self + " on").c_str()) == 0, "child: nothing disabled");
+  /* statistics at exit, one line per site */
+  setenv("KERNELSMITH_STATS", "1", 1);
+  std::string out = run(self + " on 2>&1");
+  expect(out.find("kernelsmith: saxpy at t.cu:1:") != std::string::npos, "stats line of site 1");
+  expect(out.find("kernelsmith: saxpy at t.cu:2:") != std::string::npos, "stats line of site 2");
+  expect(out.find("guards failed 1") != std::string::npos ||
+             out.find("no device 2") != std::string::npos,
+         "guards (or, without a GPU, the missing device) counted");
+  if (fails)
+    std::fprintf(stderr, "stats output was:\n%s", out.c_str());
   std::printf("runtime header: %s\n", fails ? "FAIL" : "ok");
   return fails != 0;
 }
