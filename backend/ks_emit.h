@@ -1,0 +1,61 @@
+/* ks_emit: a launch site rewritten to the guarded dispatch of
+ * runtime/kernelsmith_dispatch.h (docs/apply.md).
+ *
+ * A `kernel<<<grid, block, smem, stream>>>(args)` launch becomes one
+ * expression, so that it stays valid wherever the launch was (an `if`
+ * without braces, a comma expression, a macro argument):
+ *
+ *     ([&] { static ksrt::site ks_site("k", "f.cu:41", {90});
+ *            return ks_site.take(<guards>); }()
+ *          ? (void)k_ks<<<grid', block', smem', stream>>>(args)
+ *          : (void)k<<<grid, block, smem, stream>>>(args))
+ *
+ * The original launch is kept exactly as written. The variant's launch
+ * policy and its `requires` guards are expressions of the guard language
+ * (grid_x.. block_z, smem, the kernel's scalar parameters, len_P for a
+ * buffer P, min/max/ceil_div/round_up/is_pow2/log2/abs, aligned(p, N),
+ * disjoint(p, q)); they are translated to C++ over the launch site's own
+ * expressions: grid_x is `dim3(<grid>).x`, a scalar parameter is its
+ * argument, len_P is the spec's length of P with the size variables bound
+ * to the arguments of the parameters of the same name.
+ *
+ * The guards and the new launch configuration read the argument and
+ * configuration expressions a second time: a site whose expressions they
+ * need have side effects (++, --, assignments) is refused with the reason,
+ * and the original launch stays. Strings live in the arena given. */
+#ifndef KS_EMIT_H
+#define KS_EMIT_H
+
+#include <stddef.h>
+
+#include "ks_alloc.h"
+#include "ks_ctx.h"
+#include "ks_model.h"
+#include "ks_spec.h"
+
+typedef struct ks_emit_variant {
+  const char *variant_name;    /* the variant's __global__ function, as it
+                                  will be defined beside the original */
+  const ks_variant *v;         /* its launch policy (NULL parts: the
+                                  original's) and its guards */
+  const int *archs;            /* architectures it was verified on (90 for
+                                  sm_90) */
+  size_t narchs;
+  const char *where;           /* "file.cu:41", for KERNELSMITH_STATS */
+} ks_emit_variant;
+
+/* The text that replaces the launch expression (site->extent), whose text
+ * as written is `launch_text` (kept as the original branch; NULL: rebuilt
+ * from the site's parts). Fails with the reason when the site cannot be
+ * dispatched (not a <<<>>> launch, a guard naming something the site cannot
+ * supply, side effects in the expressions the guards read). */
+int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const char *launch_text,
+                   const ks_kernel *k, const ks_spec *spec, const ks_emit_variant *ev,
+                   const char **out);
+
+/* A guard or launch-policy expression in C++ for this site (exposed for
+ * tests). */
+int ks_emit_expr(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ks_kernel *k,
+                 const ks_spec *spec, const char *expr, const char **out);
+
+#endif

@@ -1,0 +1,184 @@
+/* The launch-site emitter (backend/emit_site.c): guard-language expressions
+ * in C++ over a site's own expressions (launch variables, scalar arguments,
+ * buffer lengths through the spec's size variables, aligned and disjoint on
+ * the arguments), the refusals (side effects evaluated twice, names the
+ * site cannot supply, other launch forms), and the whole dispatch
+ * expression compiled by nvcc against runtime/kernelsmith_dispatch.h where
+ * nvcc is installed. Sites and kernels are built by hand: the scan that
+ * makes them has tests of its own. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ks_emit.h"
+
+static ks_ctx ctx;
+static ks_arena arena = KS_ARENA_INIT;
+static ks_kernel saxpy;
+static ks_spec spec;
+static ks_launch site;
+
+static void add_param(ks_kernel *k, const char *name, const char *type, ks_param_kind kind) {
+  *ks_array_push(&arena, &k->params) = (ks_param){.name = name, .type = type, .kind = kind};
+}
+
+static int setup(void **state) {
+  (void)state;
+  ks_ctx_init(&ctx, "test_emit");
+  saxpy = (ks_kernel){.name = "saxpy_kernel"};
+  add_param(&saxpy, "x", "const float *", KS_PARAM_POINTER);
+  add_param(&saxpy, "y", "float *", KS_PARAM_POINTER);
+  add_param(&saxpy, "a", "float", KS_PARAM_SCALAR);
+  add_param(&saxpy, "count", "int", KS_PARAM_SCALAR);
+  /* the spec calls the length n and binds the parameter count to it */
+  spec = (ks_spec){.kernel = "saxpy_kernel"};
+  *ks_array_push(&arena, &spec.buffers) = (ks_spec_buffer){.param = "x", .length = "n"};
+  *ks_array_push(&arena, &spec.buffers) = (ks_spec_buffer){.param = "y", .length = "n"};
+  *ks_array_push(&arena, &spec.scalars) = (ks_binding){.name = "count", .value = "n"};
+  site = (ks_launch){.kind = KS_LAUNCH_CHEVRON, .callee = "saxpy_kernel",
+                     .grid = "(len + 255) / 256", .block = "256"};
+  const char *args[] = {"d_x", "d_y", "2.0f", "len"};
+  for (int i = 0; i < 4; i++)
+    *ks_array_push(&arena, &site.args) = args[i];
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  ks_arena_release(&arena);
+  ks_ctx_release(&ctx);
+  return 0;
+}
+
+static const char *expr(const char *text) {
+  const char *out = NULL;
+  if (ks_emit_expr(&ctx, &arena, &site, &saxpy, &spec, text, &out))
+    fail_msg("%s: %s", text, ctx.error);
+  return out;
+}
+
+static void expressions(void **state) {
+  (void)state;
+  assert_string_equal(expr("grid_x * block_x >= count"),
+                      "dim3((len + 255) / 256).x * dim3(256).x >= (len)");
+  assert_string_equal(expr("ceil_div(grid_x, 4)"), "ksrt::ceil_div(dim3((len + 255) / 256).x, 4)");
+  assert_string_equal(expr("aligned(y, 16)"), "ksrt::aligned((d_y), 16)");
+  assert_string_equal(expr("ks_aligned(x, 4 * sizeof(float))"),
+                      "ksrt::aligned((d_x), 4 * sizeof(float))");
+  /* len_x is the spec's n, which the argument of count carries */
+  assert_string_equal(expr("len_x % 4 == 0"), "((len)) % 4 == 0");
+  assert_string_equal(expr("disjoint(x, y)"),
+                      "ksrt::disjoint((d_x), ((len)) * sizeof(*(d_x)), (d_y), ((len)) * "
+                      "sizeof(*(d_y)))");
+  assert_string_equal(expr("dim3(min(grid_x, 132 * 8), grid_y, grid_z)"),
+                      "dim3(ksrt::min(dim3((len + 255) / 256).x, 132 * 8), "
+                      "dim3((len + 255) / 256).y, dim3((len + 255) / 256).z)");
+  assert_string_equal(expr("smem + 1024"), "0 + 1024");
+  assert_string_equal(expr("a > 1.5e-3f"), "(2.0f) > 1.5e-3f");
+}
+
+static void refusals(void **state) {
+  (void)state;
+  const char *out;
+  assert_int_equal(ks_emit_expr(&ctx, &arena, &site, &saxpy, &spec, "rows > 0", &out), -1);
+  assert_non_null(strstr(ctx.error, "'rows' is not a launch variable"));
+  assert_int_equal(ks_emit_expr(&ctx, &arena, &site, &saxpy, &spec, "aligned(a, 16)", &out), -1);
+  assert_non_null(strstr(ctx.error, "not a pointer parameter"));
+  assert_int_equal(ks_emit_expr(&ctx, &arena, &site, &saxpy, &spec, "len_q > 0", &out), -1);
+  assert_non_null(strstr(ctx.error, "no length for buffer 'q'"));
+
+  /* an argument the guard reads has a side effect: the site is left alone */
+  ks_launch s = site;
+  s.args = (ks_strings){0};
+  const char *args[] = {"d_x", "d_y", "2.0f", "len++"};
+  for (int i = 0; i < 4; i++)
+    *ks_array_push(&arena, &s.args) = args[i];
+  const char *req[] = {"grid_x * block_x >= count"};
+  ks_variant v = {.requires = {(const char **)req, 1, 1}};
+  int archs[] = {90};
+  ks_emit_variant ev = {"saxpy_kernel_ks", &v, archs, 1, "saxpy.cu:40"};
+  assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &saxpy, &spec, &ev, &out), -1);
+  assert_non_null(strstr(ctx.error, "'len++' has side effects"));
+  /* an argument nobody reads may have them */
+  s.args.items[1] = "ptrs[i++]";
+  s.args.items[3] = "len";
+  assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &saxpy, &spec, &ev, &out), 0);
+  /* other launch forms */
+  s.kind = KS_LAUNCH_RUNTIME_API;
+  s.api = "cudaLaunchKernel";
+  assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &saxpy, &spec, &ev, &out), -1);
+  s = site;
+  s.device_side = true;
+  assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &saxpy, &spec, &ev, &out), -1);
+}
+
+/* The whole expression in a .cu file that also has the original and the
+ * variant; nvcc must compile it (host and device) for sm_90. */
+static void compiles_with_nvcc(void **state) {
+  (void)state;
+  const char *req[] = {"grid_x * block_x >= count", "aligned(x, 16)", "aligned(y, 16)",
+                       "disjoint(x, y)"};
+  ks_variant v = {.grid = "ceil_div(grid_x, 4)", .requires = {(const char **)req, 4, 4}};
+  int archs[] = {90};
+  ks_emit_variant ev = {"saxpy_kernel_ks", &v, archs, 1, "saxpy.cu:40"};
+  const char *out;
+  if (ks_emit_launch(&ctx, &arena, &site, "saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len)",
+                     &saxpy, &spec, &ev, &out))
+    fail_msg("%s", ctx.error);
+  assert_non_null(strstr(out, "static ksrt::site ks_site(\"saxpy_kernel\", \"saxpy.cu:40\", {90});"));
+  assert_non_null(strstr(out, "(void)saxpy_kernel_ks<<<ksrt::ceil_div(dim3((len + 255) / 256).x, 4), 256, 0, 0>>>(d_x, d_y, 2.0f, len)"));
+  assert_non_null(strstr(out, ": (void)saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len))"));
+
+  const char *nvcc = "/usr/local/cuda/bin/nvcc";
+  if (access(nvcc, X_OK) != 0) {
+    printf("nvcc not installed: the compile check is skipped\n");
+    return;
+  }
+  char dir[] = "/tmp/ks-test-emit-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[256], cmd[1024];
+  snprintf(path, sizeof path, "%s/site.cu", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f,
+          "#include \"kernelsmith_dispatch.h\"\n"
+          "__global__ void saxpy_kernel(const float *x, float *y, float a, int count) {\n"
+          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "  if (i < count) y[i] = a * x[i] + y[i];\n"
+          "}\n"
+          "__global__ void saxpy_kernel_ks(const float *x, float *y, float a, int count) {\n"
+          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "  for (int j = 4 * i; j < count && j < 4 * i + 4; j++) y[j] = a * x[j] + y[j];\n"
+          "}\n"
+          "void launch(const float *d_x, float *d_y, int len, bool flag) {\n"
+          "  if (flag)\n"
+          "    %s;\n"
+          "  else\n"
+          "    %s;\n"
+          "}\n",
+          out, out);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "%s -std=c++17 -arch=sm_90 -I%s/runtime -c %s -o %s/site.o 2>&1", nvcc,
+           KS_SOURCE_DIR, path, dir);
+  int rc = system(cmd);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0)
+    printf("could not remove %s\n", dir);
+  assert_int_equal(rc, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(expressions),
+      cmocka_unit_test(refusals),
+      cmocka_unit_test(compiles_with_nvcc),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
