@@ -110,6 +110,19 @@ template <typename A, typename B> inline auto max(A a, B b) -> decltype(a + b) {
   return a < b ? b : a;
 }
 template <typename A> inline bool is_pow2(A a) { return a > 0 && (a & (a - 1)) == 0; }
+template <typename A, typename B> inline auto round_up(A a, B b) -> decltype(a / b * b) {
+  return ceil_div(a, b) * b;
+}
+/* Integer log2, rounded down; 0 for values below 2. */
+template <typename A> inline A log2(A a) {
+  A r = 0;
+  while (a > 1) {
+    a /= 2;
+    r++;
+  }
+  return r;
+}
+template <typename A> inline A abs(A a) { return a < 0 ? -a : a; }
 inline bool aligned(const volatile void *p, std::size_t bytes) {
   return bytes && reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }

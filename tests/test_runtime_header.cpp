@@ -43,6 +43,9 @@ static void helpers() {
   expect(ksrt::ceil_div(10, 4) == 3 && ksrt::ceil_div(8u, 4u) == 2u, "ceil_div");
   expect(ksrt::min(3, 5) == 3 && ksrt::max(3u, 5u) == 5u, "min, max");
   expect(ksrt::is_pow2(256) && !ksrt::is_pow2(96) && !ksrt::is_pow2(0), "is_pow2");
+  expect(ksrt::round_up(10, 4) == 12 && ksrt::round_up(8, 4) == 8, "round_up");
+  expect(ksrt::log2(1) == 0 && ksrt::log2(256) == 8 && ksrt::log2(300) == 8, "log2");
+  expect(ksrt::abs(-3) == 3 && ksrt::abs(4ll) == 4, "abs");
   alignas(16) float buf[16];
   expect(ksrt::aligned(buf, 16) && !ksrt::aligned(buf + 1, 16), "aligned");
   expect(ksrt::disjoint(buf, 32, buf + 8, 32) && !ksrt::disjoint(buf, 36, buf + 8, 4),
