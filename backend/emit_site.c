@@ -301,7 +301,8 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
       rc = ks_fail(ctx, "guard '%s': %s", v->requires.items[i], ctx->error);
       goto done;
     }
-    ks_buf_addf(&guards, "%s%s", guards.len ? " && " : "", paren(arena, g));
+    ks_buf_addf(&guards, "%s%s", guards.len ? " &&\n                       " : "",
+                paren(arena, g));
   }
   for (size_t i = 0; i < c.nused; i++)
     if (has_side_effects(c.used[i])) {
@@ -328,7 +329,10 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
                                          site->stream ? site->stream : "", args.data);
   *out = ks_arena_printf(
       arena,
-      "([&] { static ksrt::site ks_site(%s, %s, {%s}); return ks_site.take(%s); }()\n"
+      "([&] {\n"
+      "   static ksrt::site ks_site(%s, %s, {%s});\n"
+      "   return ks_site.take(%s);\n"
+      " }()\n"
       "     ? (void)%s<<<%s, %s, %s, %s>>>(%s)\n"
       "     : (void)%s)",
       c_string(arena, k->name), c_string(arena, ev->where ? ev->where : ""), archs.data,

@@ -53,6 +53,30 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
                    const ks_kernel *k, const ks_spec *spec, const ks_emit_variant *ev,
                    const char **out);
 
+/* One kernel of a file to patch: the original as the scan saw it, its
+ * spec, and the variant to put beside it. */
+typedef struct ks_emit_kernel {
+  const ks_kernel *k;          /* its extent is in the file being patched */
+  const ks_spec *spec;
+  const ks_variant *v;         /* the winner; v->kernel_name is renamed */
+  const char *variant_name;    /* the name it gets in the user's file */
+  const char *comment;         /* lines put above it ("// ..."), or NULL */
+  const int *archs;
+  size_t narchs;
+} ks_emit_kernel;
+
+/* A file's new text: each kernel's variant inserted after the original's
+ * definition (under `comment`), each launch site in `sites` that launches
+ * one of them replaced by the dispatch, and `#include "<include>"` added
+ * after the file's last top-of-file #include (or at its start) when some
+ * site was replaced. A site that cannot be dispatched stays as written and
+ * gets a line in `notes` ("file:line: kernel: why"); a kernel whose variant
+ * name is already defined in the file is left alone (applying twice
+ * changes nothing), with a note. *out is NULL when nothing changes. */
+int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
+                 const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
+                 size_t nsites, const char *include, const char **out, ks_strings *notes);
+
 /* A guard or launch-policy expression in C++ for this site (exposed for
  * tests). */
 int ks_emit_expr(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ks_kernel *k,

@@ -29,6 +29,8 @@ extern const ks_command ks_cmd_spec;
 extern const ks_command ks_cmd_rewrite;
 extern const ks_command ks_cmd_optimize;
 extern const ks_command ks_cmd_status;
+extern const ks_command ks_cmd_apply;
+extern const ks_command ks_cmd_revert;
 
 /* Prints "<prog> <cmd>: <message>" and a hint to use --help; returns
  * KS_EXIT_USAGE. */

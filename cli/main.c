@@ -11,6 +11,8 @@
 static const ks_command *const commands[] = {
     &ks_cmd_optimize,
     &ks_cmd_status,
+    &ks_cmd_apply,
+    &ks_cmd_revert,
     &ks_cmd_scan,
     &ks_cmd_extract,
     &ks_cmd_doctor,

@@ -150,8 +150,9 @@ static int outcome_from_store(optimize_job *job, kjob *k, const ks_kernel_row *r
 }
 
 static const char *device_text(ks_arena *a, const ks_judge *j) {
-  return ks_arena_printf(a, "%s, driver %s", j->device.name,
-                         *j->device.driver ? j->device.driver : "?");
+  /* The architecture is what `apply` dispatches on. */
+  return ks_arena_printf(a, "%s, sm_%d%d, driver %s", j->device.name, j->device.cc_major,
+                         j->device.cc_minor, *j->device.driver ? j->device.driver : "?");
 }
 
 static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double seconds,

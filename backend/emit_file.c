@@ -1,0 +1,240 @@
+/* emit_file: a source file's new text with the variants beside their
+ * originals and the launch sites dispatched (ks_emit.h). Edits are byte
+ * ranges of the text as read; they never overlap (a launch inside a
+ * kernel's definition is a device-side launch, which is not dispatched)
+ * and are applied from the end, so the user's text between them is kept
+ * byte for byte, line endings included. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ks_buf.h"
+#include "ks_ctext.h"
+#include "ks_emit.h"
+
+typedef struct edit {
+  size_t begin, end;
+  const char *text;
+} edit;
+typedef KS_ARRAY(edit) edits;
+
+static int cmp_edit(const void *a, const void *b) {
+  const edit *x = a, *y = b;
+  return (x->begin > y->begin) - (x->begin < y->begin);
+}
+
+/* The file's line ending, as its first line has it. */
+static const char *eol_of(const char *text) {
+  const char *nl = strchr(text, '\n');
+  return nl && nl > text && nl[-1] == '\r' ? "\r\n" : "\n";
+}
+
+/* `s` with every "\n" written as `eol`. */
+static const char *with_eol(ks_arena *a, const char *s, const char *eol) {
+  if (!strcmp(eol, "\n"))
+    return s;
+  ks_buf b = KS_BUF_INIT;
+  for (; *s; s++) {
+    if (*s == '\n')
+      ks_buf_adds(&b, eol);
+    else
+      ks_buf_addc(&b, *s);
+  }
+  const char *r = ks_arena_strdup(a, b.data);
+  ks_buf_release(&b);
+  return r;
+}
+
+/* Where the include goes: after the last #include among the file's
+ * leading lines (comments, blank lines, preprocessor lines), else at the
+ * start. */
+static size_t include_at(const char *text) {
+  size_t at = 0;
+  const char *p = text;
+  while (*p) {
+    const char *line = p, *nl = strchr(p, '\n');
+    const char *next = nl ? nl + 1 : p + strlen(p);
+    const char *q = line;
+    while (*q == ' ' || *q == '\t')
+      q++;
+    bool blank = q == next || *q == '\n' || *q == '\r';
+    bool comment = !strncmp(q, "//", 2) || !strncmp(q, "/*", 2) || *q == '*';
+    if (*q == '#') {
+      const char *d = q + 1;
+      while (*d == ' ' || *d == '\t')
+        d++;
+      if (!strncmp(d, "include", 7))
+        at = (size_t)(next - text);
+    } else if (!blank && !comment) {
+      break;
+    }
+    p = next;
+  }
+  return at;
+}
+
+/* The variant's source without the lines that describe it for the judge
+ * (the techniques line and the kernelsmith-variant comment): the comment
+ * put above it says it for the reader. */
+static const char *without_annotations(ks_arena *a, const char *src) {
+  ks_buf b = KS_BUF_INIT;
+  for (const char *p = src; *p;) {
+    const char *nl = strchr(p, '\n');
+    const char *next = nl ? nl + 1 : p + strlen(p);
+    const char *q = p;
+    while (*q == ' ' || *q == '\t')
+      q++;
+    if (!strncmp(q, "// kernelsmith-cc techniques:", 29)) {
+      p = next;
+      continue;
+    }
+    if (!strncmp(q, "/* kernelsmith-variant:", 23)) {
+      const char *close = strstr(q, "*/");
+      if (close) {
+        p = close + 2;
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+          p++;
+        if (*p == '\n')
+          p++;
+        continue;
+      }
+    }
+    ks_buf_add(&b, p, (size_t)(next - p));
+    p = next;
+  }
+  const char *r = ks_arena_strdup(a, b.data ? b.data : "");
+  ks_buf_release(&b);
+  return r;
+}
+
+/* The whitespace that starts the line holding byte `at`. */
+static const char *indent_at(ks_arena *a, const char *text, size_t at) {
+  size_t s = at;
+  while (s > 0 && text[s - 1] != '\n')
+    s--;
+  size_t e = s;
+  while (text[e] == ' ' || text[e] == '\t')
+    e++;
+  return ks_arena_strndup(a, text + s, e - s);
+}
+
+/* `s` with every line but the first indented by `indent` more. */
+static const char *indented(ks_arena *a, const char *s, const char *indent) {
+  ks_buf b = KS_BUF_INIT;
+  for (; *s; s++) {
+    ks_buf_addc(&b, *s);
+    if (*s == '\n')
+      ks_buf_adds(&b, indent);
+  }
+  const char *r = ks_arena_strdup(a, b.data);
+  ks_buf_release(&b);
+  return r;
+}
+
+static bool defines(const char *text, const char *name) {
+  /* a definition or declaration of `name`: the name followed by '(' */
+  size_t n = strlen(name);
+  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+    if (p > text && ks_ctext_is_ident_char(p[-1]))
+      continue;
+    const char *q = p + n;
+    if (ks_ctext_is_ident_char(*q))
+      continue;
+    while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+      q++;
+    if (*q == '(')
+      return true;
+  }
+  return false;
+}
+
+int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
+                 const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
+                 size_t nsites, const char *include, const char **out, ks_strings *notes) {
+  *out = NULL;
+  size_t len = strlen(text);
+  const char *eol = eol_of(text);
+  edits e = {0};
+  bool dispatched = false;
+  bool *skip = ks_arena_alloc(arena, (nkernels + 1) * sizeof *skip);
+  for (size_t i = 0; i < nkernels; i++) {
+    const ks_emit_kernel *ek = &kernels[i];
+    if (defines(text, ek->variant_name)) {
+      skip[i] = true;
+      *ks_array_push(arena, notes) = ks_arena_printf(
+          arena, "%s: %s: '%s' is already in the file; left as it is", path, ek->k->name,
+          ek->variant_name);
+      continue;
+    }
+    size_t end = ek->k->extent.end.offset;
+    if (end > len || ek->k->macro) {
+      skip[i] = true;
+      *ks_array_push(arena, notes) = ks_arena_printf(
+          arena, "%s:%u: %s: %s", path, ek->k->loc.line, ek->k->name,
+          ek->k->macro ? "defined by a macro; not patched" : "its definition is not in the file as read");
+      continue;
+    }
+    const char *names[] = {ek->v->kernel_name};
+    const char *values[] = {ek->variant_name};
+    const char *src =
+        ks_ctext_substitute(arena, without_annotations(arena, ek->v->source), names, values, 1);
+    size_t sl = strlen(src);
+    while (sl && (src[sl - 1] == '\n' || src[sl - 1] == ' '))
+      sl--;
+    const char *block = ks_arena_printf(arena, "\n\n%s%s%.*s", ek->comment ? ek->comment : "",
+                                        ek->comment ? "\n" : "", (int)sl, src);
+    *ks_array_push(arena, &e) = (edit){end, end, with_eol(arena, block, eol)};
+  }
+  for (size_t s = 0; s < nsites; s++) {
+    const ks_launch *l = &sites[s];
+    const ks_emit_kernel *ek = NULL;
+    for (size_t i = 0; i < nkernels && !ek; i++)
+      if (!skip[i] && l->kernel_usr && kernels[i].k->usr && !strcmp(l->kernel_usr, kernels[i].k->usr))
+        ek = &kernels[i];
+    if (!ek)
+      continue;
+    size_t b = l->extent.begin.offset, en = l->extent.end.offset;
+    if (en > len || b >= en) {
+      *ks_array_push(arena, notes) =
+          ks_arena_printf(arena, "%s:%u: %s: the launch is not in the file as read", path,
+                          l->loc.line, ek->k->name);
+      continue;
+    }
+    ks_emit_variant ev = {ek->variant_name, ek->v, ek->archs, ek->narchs,
+                          ks_arena_printf(arena, "%s:%u", strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+                                          l->loc.line)};
+    const char *launch_text = ks_arena_strndup(arena, text + b, en - b);
+    const char *rep;
+    if (ks_emit_launch(ctx, arena, l, launch_text, ek->k, ek->spec, &ev, &rep)) {
+      *ks_array_push(arena, notes) = ks_arena_printf(arena, "%s:%u: %s: left as written: %s",
+                                                     path, l->loc.line, ek->k->name, ctx->error);
+      continue;
+    }
+    rep = indented(arena, rep, indent_at(arena, text, b));
+    *ks_array_push(arena, &e) = (edit){b, en, with_eol(arena, rep, eol)};
+    dispatched = true;
+  }
+  if (!e.len)
+    return 0;
+  if (dispatched && !strstr(text, "kernelsmith_dispatch.h")) {
+    size_t at = include_at(text);
+    *ks_array_push(arena, &e) = (edit){
+        at, at, with_eol(arena, ks_arena_printf(arena, "#include \"%s\"\n", include), eol)};
+  }
+  qsort(e.items, e.len, sizeof *e.items, cmp_edit);
+  for (size_t i = 1; i < e.len; i++)
+    if (e.items[i].begin < e.items[i - 1].end)
+      return ks_fail(ctx, "%s: two edits overlap at byte %zu; nothing written", path,
+                     e.items[i].begin);
+  ks_buf b = KS_BUF_INIT;
+  size_t at = 0;
+  for (size_t i = 0; i < e.len; i++) {
+    ks_buf_add(&b, text + at, e.items[i].begin - at);
+    ks_buf_adds(&b, e.items[i].text);
+    at = e.items[i].end;
+  }
+  ks_buf_add(&b, text + at, len - at);
+  *out = ks_arena_strdup(arena, b.data);
+  ks_buf_release(&b);
+  return 0;
+}

@@ -1,0 +1,355 @@
+/* kernelsmith-cc apply: the winners of the newest optimize run put into the
+ * user's sources: each variant beside its original under a derived name,
+ * every launch site dispatched (backend/emit_*.c, docs/apply.md), the
+ * runtime header added once at the project root. By default a unified diff
+ * on stdout; with --write the files are replaced safely (hash checked, temp
+ * file, fsync, rename: support/ks_safe_write.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "applied.h"
+#include "ks_buf.h"
+#include "ks_cli.h"
+#include "ks_emit.h"
+#include "ks_fs.h"
+#include "ks_hash.h"
+#include "ks_patch.h"
+#include "ks_safe_write.h"
+#include "ks_scan.h"
+#include "ks_slice.h"
+#include "ks_source_args.h"
+#include "ks_specs.h"
+#include "ks_store.h"
+#include "ks_variant_file.h"
+
+static const char usage[] =
+    "usage: kernelsmith-cc apply [options] [PATH...]\n"
+    "\n"
+    "Puts the winners of the newest optimize run into the sources under PATH\n"
+    "(default: the current directory): each kernel's verified variant is added\n"
+    "beside the original under the name KERNEL_ks, with a comment giving its\n"
+    "speedup, device, date and technique chain; every launch of the kernel\n"
+    "becomes a dispatch that runs the variant only on an architecture it was\n"
+    "verified on and when its guards hold for the arguments, and the original\n"
+    "launch, as written, otherwise (docs/apply.md). The dispatch header,\n"
+    "kernelsmith_dispatch.h, is added once at the project root.\n"
+    "\n"
+    "By default prints a unified diff (git apply and patch -p1 accept it) and\n"
+    "changes nothing. A launch site that cannot be dispatched is left as\n"
+    "written, with a line on stderr saying why.\n"
+    "\n"
+    "options:\n"
+    "  -k, --kernel NAME    only this kernel (repeat for more)\n"
+    "      --min-speedup X  only winners at least X times faster (default 1.0)\n"
+    "      --write          edit the files in place: each one only if it is still\n"
+    "                       what was read, through a temporary file and a rename;\n"
+    "                       'kernelsmith-cc revert' undoes it\n"
+    "      --store DIR      the results store (default: .kernelsmith in the\n"
+    "                       project root, as for optimize)\n"
+    KS_SOURCE_HELP
+    "  -h, --help           show this help\n"
+    "\n"
+    "Exit status: 0 when everything asked for was applied (or there was nothing\n"
+    "to apply), 1 on failure, 2 on a usage error.\n";
+
+const ks_command ks_cmd_apply;
+
+extern const char ks_runtime_header[];
+
+typedef struct winner {
+  const ks_kernel_row *row;
+  const ks_kernel *k;
+  ks_spec spec;
+  ks_variant v;
+  double speedup;
+  const char *techniques;
+} winner;
+
+static const char *safe_name(ks_arena *a, const char *name) {
+  char *s = ks_arena_strdup(a, name);
+  for (char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '-' || *p == '.'))
+      *p = '_';
+  return s;
+}
+
+/* "sm_90" in the run's device text ("NVIDIA H200, sm_90, driver ...") as 90. */
+static int run_arch(const ks_run_row *r) {
+  const char *sm = r->device ? strstr(r->device, "sm_") : NULL;
+  return sm ? atoi(sm + 3) : 0;
+}
+
+/* The path of `target` relative to the directory `from`, both absolute
+ * and free of symbolic links. */
+static const char *relative(ks_arena *a, const char *from, const char *target) {
+  size_t i = 0, common = 0;
+  while (from[i] && target[i] && from[i] == target[i]) {
+    if (from[i] == '/')
+      common = i;
+    i++;
+  }
+  if (!from[i] && target[i] == '/')
+    common = i;
+  ks_buf b = KS_BUF_INIT;
+  for (const char *p = from + common; *p; p++)
+    if (*p == '/' && p[1])
+      ks_buf_adds(&b, "../");
+  ks_buf_adds(&b, target + common + (target[common] == '/'));
+  const char *r = ks_arena_strdup(a, b.data);
+  ks_buf_release(&b);
+  return r;
+}
+
+static bool wanted(const char *const *names, size_t n, const char *kernel) {
+  if (!n)
+    return true;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(names[i], kernel))
+      return true;
+  return false;
+}
+
+static int run_apply(ks_ctx *ctx, int argc, char **argv) {
+  enum { OPT_MIN = 300, OPT_WRITE, OPT_STORE };
+  static const struct option opts[] = {{"kernel", required_argument, NULL, 'k'},
+                                       {"min-speedup", required_argument, NULL, OPT_MIN},
+                                       {"write", no_argument, NULL, OPT_WRITE},
+                                       {"store", required_argument, NULL, OPT_STORE},
+                                       {"help", no_argument, NULL, 'h'},
+                                       KS_SOURCE_LONG,
+                                       {NULL, 0, NULL, 0}};
+  ks_arena a = KS_ARENA_INIT;
+  ks_source_args src;
+  ks_source_args_init(&src, argc);
+  const char **names = ks_arena_alloc(&a, (size_t)(argc + 1) * sizeof *names);
+  size_t nnames = 0;
+  double min_speedup = 1.0;
+  bool write = false;
+  const char *dir = NULL;
+  int c, rc = KS_EXIT_OK;
+  ks_store *store = NULL;
+  ks_scan scan = {0};
+  bool scanned = false;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":hk:" KS_SOURCE_SHORT, opts, NULL)) != -1) {
+    if (ks_source_args_option(&src, c, optarg))
+      continue;
+    switch (c) {
+    case 'k':
+      names[nnames++] = optarg;
+      break;
+    case OPT_MIN: {
+      char *end;
+      errno = 0;
+      min_speedup = strtod(optarg, &end);
+      if (end == optarg || *end || errno || min_speedup < 1.0) {
+        rc = ks_usage_error(ctx, &ks_cmd_apply, "--min-speedup takes a number >= 1, not '%s'",
+                            optarg);
+        goto out;
+      }
+      break;
+    }
+    case OPT_WRITE:
+      write = true;
+      break;
+    case OPT_STORE:
+      dir = optarg;
+      break;
+    case 'h':
+      rc = ks_print_help(&ks_cmd_apply);
+      goto out;
+    case ':':
+      rc = ks_usage_error(ctx, &ks_cmd_apply, "option '%s' needs a value", argv[optind - 1]);
+      goto out;
+    default:
+      rc = ks_usage_error(ctx, &ks_cmd_apply, "unknown option '%s'", argv[optind - 1]);
+      goto out;
+    }
+  }
+  ks_source_args_paths(&src, argc, argv, optind);
+
+  /* The newest run and its winners. */
+  if (!dir)
+    dir = ks_store_default_dir(&a);
+  if (ks_store_open_readonly(ctx, dir, &store))
+    goto fail;
+  ks_run_row run;
+  bool found = false;
+  if (ks_store_run_latest(ctx, store, &a, &run, &found))
+    goto fail;
+  if (!found) {
+    ks_fail(ctx, "%s holds no optimize run: run 'kernelsmith-cc optimize' first",
+            ks_store_path(store));
+    goto fail;
+  }
+  int arch = run_arch(&run);
+  if (!arch) {
+    ks_fail(ctx, "run %lld was not judged on a GPU (%s): there is nothing verified to apply",
+            run.id, run.device ? run.device : "no device");
+    goto fail;
+  }
+  ks_kernel_rows rows = {0};
+  if (ks_store_kernels(ctx, store, run.id, &a, &rows))
+    goto fail;
+  if (ks_scan_run(ctx, &src.scan, &scan))
+    goto fail;
+  scanned = true;
+  KS_ARRAY(winner) wins = {0};
+  for (size_t i = 0; i < rows.len; i++) {
+    const ks_kernel_row *r = &rows.items[i];
+    if (!wanted(names, nnames, r->name))
+      continue;
+    const char *path = ks_arena_printf(&a, "%s/winners/%s.cu", dir, safe_name(&a, r->name));
+    struct stat st;
+    if (stat(path, &st) != 0)
+      continue; /* no faster variant */
+    winner w = {.row = r};
+    if (ks_scan_lookup(ctx, &scan, r->name, &w.k)) {
+      ks_warn(ctx, "%s: not found under the paths scanned: %s", r->name, ctx->error);
+      continue;
+    }
+    if (ks_spec_find(ctx, &scan, w.k, &a, &w.spec) != 0) {
+      ks_warn(ctx, "%s: its spec cannot be read: %s", r->name, ctx->error);
+      continue;
+    }
+    bool is_template = false;
+    if (ks_variant_load(ctx, path, w.k->name, &a, &w.v, &is_template))
+      goto fail;
+    /* The kernel must be the one the run optimized. */
+    if (r->source_hash && w.k->source_hash && strcmp(w.k->source_hash, r->source_hash)) {
+      ks_warn(ctx, "%s: its definition in %s changed since run %lld optimized it; run optimize "
+                   "again", r->name, w.k->loc.file, run.id);
+      continue;
+    }
+    /* Its measured speedup: the best FAST evaluation of that technique
+     * chain. */
+    w.techniques = ks_variant_techniques(&a, &w.v);
+    ks_variant_rows vars = {0};
+    if (ks_store_variants(ctx, store, r->id, &a, &vars))
+      goto fail;
+    for (size_t k = 0; k < vars.len; k++) {
+      const ks_variant_row *vr = &vars.items[k];
+      if (vr->evaluated && vr->verdict == KS_VERDICT_FAST && vr->techniques && w.techniques &&
+          !strcmp(vr->techniques, w.techniques) && vr->speedup > w.speedup)
+        w.speedup = vr->speedup;
+    }
+    if (w.speedup < min_speedup)
+      continue;
+    *ks_array_push(&a, &wins) = w;
+  }
+  if (!wins.len) {
+    ks_info(ctx, "nothing to apply: run %lld has no verified winner%s", run.id,
+            min_speedup > 1 ? " that fast" : "");
+    goto out;
+  }
+
+  /* The runtime header at the project root (the store's parent). */
+  char *store_abs = ks_realpath(dir);
+  char *root = ks_path_dirname(store_abs ? store_abs : dir);
+  free(store_abs);
+  char *header_path = ks_path_join(root, "kernelsmith_dispatch.h");
+  const char *header = ks_arena_strdup(&a, header_path);
+  free(header_path);
+  ks_buf patch = KS_BUF_INIT;
+  ks_strings notes = {0};
+  int archs[] = {arch};
+  bool need_header = false;
+  /* File by file, in the scan's order. */
+  for (size_t i = 0; i < wins.len; i++) {
+    const char *file = wins.items[i].k->loc.file;
+    bool first = true;
+    for (size_t j = 0; j < i; j++)
+      first = first && strcmp(wins.items[j].k->loc.file, file);
+    if (!first)
+      continue;
+    KS_ARRAY(ks_emit_kernel) eks = {0};
+    for (size_t j = i; j < wins.len; j++) {
+      winner *w = &wins.items[j];
+      if (strcmp(w->k->loc.file, file))
+        continue;
+      const char *comment = ks_arena_printf(
+          &a, "// kernelsmith-cc: %.2fx faster than %s on %s, verified %.10s (run %lld, %s: %s).\n"
+              "// Launches use it only where its guards hold; KERNELSMITH_DISABLE=%s turns it off.",
+          w->speedup, w->k->name, run.device, run.started ? run.started : "", run.id,
+          run.proposer ? run.proposer : "rules", w->techniques ? w->techniques : "", w->k->name);
+      *ks_array_push(&a, &eks) = (ks_emit_kernel){
+          .k = w->k, .spec = &w->spec, .v = &w->v,
+          .variant_name = ks_arena_printf(&a, "%s_ks", w->k->name), .comment = comment,
+          .archs = archs, .narchs = 1};
+    }
+    ks_buf text = KS_BUF_INIT;
+    if (ks_read_file(ctx, file, (size_t)64 << 20, &text)) {
+      ks_buf_release(&text);
+      goto fail_patch;
+    }
+    char sha[KS_HASH_HEX];
+    ks_sha256_hex(text.data, text.len, sha);
+    char *fdir = ks_path_dirname(file);
+    const char *include = relative(&a, fdir, header);
+    free(fdir);
+    const char *updated = NULL;
+    if (ks_emit_file(ctx, &a, file, text.data, eks.items, eks.len, scan.launches.items,
+                     scan.launches.len, include, &updated, &notes)) {
+      ks_buf_release(&text);
+      goto fail_patch;
+    }
+    if (updated) {
+      need_header = need_header || strstr(updated, "kernelsmith_dispatch.h");
+      const char *rel = relative(&a, root, file);
+      if (write) {
+        if (ks_safe_write(ctx, file, sha, updated, strlen(updated)) ||
+            ks_applied_record(ctx, dir, file, text.data, text.len, updated, strlen(updated))) {
+          ks_buf_release(&text);
+          goto fail_patch;
+        }
+        ks_info(ctx, "wrote %s", rel);
+      } else if (ks_patch_diff(ctx, rel, text.data, text.len, updated, strlen(updated), 3,
+                               &patch)) {
+        ks_buf_release(&text);
+        goto fail_patch;
+      }
+    }
+    ks_buf_release(&text);
+  }
+  struct stat st;
+  if (need_header && stat(header, &st) != 0) {
+    if (write) {
+      if (ks_safe_write(ctx, header, NULL, ks_runtime_header, strlen(ks_runtime_header)) ||
+          ks_applied_record(ctx, dir, header, NULL, 0, ks_runtime_header,
+                            strlen(ks_runtime_header)))
+        goto fail_patch;
+      ks_info(ctx, "wrote %s", relative(&a, root, header));
+    } else if (ks_patch_diff(ctx, "kernelsmith_dispatch.h", NULL, 0, ks_runtime_header,
+                             strlen(ks_runtime_header), 3, &patch)) {
+      goto fail_patch;
+    }
+  }
+  for (size_t i = 0; i < notes.len; i++)
+    ks_warn(ctx, "%s", notes.items[i]);
+  if (!write)
+    fputs(patch.data ? patch.data : "", stdout);
+  ks_buf_release(&patch);
+  free(root);
+  goto out;
+fail_patch:
+  ks_buf_release(&patch);
+  free(root);
+fail:
+  ks_error(ctx, "%s", ctx->error);
+  rc = KS_EXIT_FAILURE;
+out:
+  if (scanned)
+    ks_scan_release(&scan);
+  if (store)
+    ks_store_close(store);
+  ks_source_args_release(&src);
+  ks_arena_release(&a);
+  return rc;
+}
+
+const ks_command ks_cmd_apply = {"apply", "write the verified winners into the sources (a patch, or --write)",
+                                 usage, run_apply};

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# apply end to end without a GPU, on a copy of testdata/apps in a git
+# repository: a stand-in search makes winners for every kernel; its run is
+# then marked as judged on sm_90 (a test fixture: the stand-in's numbers are
+# not measurements, which is why apply refuses such a run unmarked). Then:
+# the refusal of an unmarked run; the patch passes `git apply --check` and
+# `patch -p1 --dry-run`; it applies; every patched .cu compiles with nvcc for
+# sm_90 (where nvcc is installed); apply --write gives the same files;
+# applying twice changes nothing; a kernel whose definition changed since
+# the run is refused; the launch sites that cannot be dispatched say why;
+# revert restores every file byte for byte and leaves an edited one alone.
+# usage: apply_cli.sh KERNELSMITH_CC TESTDATA
+set -u
+bin=$(realpath "$1")
+data=$(realpath "$2")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # name, condition...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+repo=$tmp/repo
+mkdir -p "$repo"
+cp -r "$data/apps/." "$repo/"
+rm -rf "$repo/expected"
+(cd "$repo" && git init -q . && git add -A && git -c user.email=t@t -c user.name=t commit -qm apps)
+
+(cd "$repo" && "$bin" -q optimize --stand-in-judge --rounds 3 . >"$tmp/opt.out" 2>&1)
+check "stand-in search made winners" test "$(ls "$repo/.kernelsmith/winners" | wc -l)" -ge 10
+
+(cd "$repo" && "$bin" apply >"$tmp/p0" 2>"$tmp/e0")
+check "an unmarked stand-in run is refused" grep -q "was not judged on a GPU" "$tmp/e0"
+
+python3 - "$repo/.kernelsmith/kernelsmith.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE runs SET device = 'test fixture (stand-in judge), sm_90, driver none'")
+db.commit()
+PY
+
+(cd "$repo" && "$bin" apply >"$tmp/patch" 2>"$tmp/apply.err")
+check "apply: exit 0" [ $? -eq 0 ]
+check "apply: a patch" grep -q "^diff --git a/" "$tmp/patch"
+check "apply: the header is created" grep -q "^+++ b/kernelsmith_dispatch.h" "$tmp/patch"
+check "apply: sources untouched" test -z "$(cd "$repo" && git status --porcelain --untracked-files=no)"
+(cd "$repo" && git apply --check "$tmp/patch")
+check "git apply --check" [ $? -eq 0 ]
+if command -v patch >/dev/null; then
+  (cd "$repo" && patch -p1 --dry-run <"$tmp/patch" >/dev/null)
+  check "patch -p1 --dry-run" [ $? -eq 0 ]
+fi
+sites=$(grep -c "static ksrt::site ks_site" "$tmp/patch")
+check "launch sites dispatched ($sites)" [ "$sites" -ge 8 ]
+grep "left as written" "$tmp/apply.err" | sed 's/^/    /'
+
+(cd "$repo" && git apply "$tmp/patch")
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$nvcc" ]; then
+  bad=0
+  for f in $(cd "$repo" && git diff --name-only -- '*.cu'); do
+    if ! (cd "$repo/$(dirname "$f")" && "$nvcc" -std=c++17 -arch=sm_90 -c "$(basename "$f")" \
+          -o "$tmp/$(basename "$f").o" 2>"$tmp/nvcc.err"); then
+      echo "    $f does not compile:"; head -5 "$tmp/nvcc.err" | sed 's/^/      /'; bad=$((bad + 1))
+    fi
+  done
+  check "every patched .cu compiles with nvcc" [ $bad -eq 0 ]
+fi
+(cd "$repo" && git diff >"$tmp/applied.diff" && git stash -q -u)
+
+(cd "$repo" && "$bin" apply --write 2>"$tmp/write.err")
+check "apply --write: exit 0" [ $? -eq 0 ]
+(cd "$repo" && git diff >"$tmp/written.diff")
+check "--write gives what the patch gives" cmp -s "$tmp/applied.diff" "$tmp/written.diff"
+check "--write: the header is there" test -f "$repo/kernelsmith_dispatch.h"
+(cd "$repo" && "$bin" apply >"$tmp/again" 2>"$tmp/again.err")
+check "applying twice changes nothing" test ! -s "$tmp/again"
+check "... and says so" grep -q "already in the file" "$tmp/again.err"
+
+# revert: byte for byte, the created header removed; an edited file is kept.
+(cd "$repo" && "$bin" revert >"$tmp/revert.out" 2>&1)
+check "revert: exit 0" [ $? -eq 0 ]
+check "revert: the tree is as committed" test -z "$(cd "$repo" && git status --porcelain --untracked-files=no)"
+check "revert: the header is gone" test ! -e "$repo/kernelsmith_dispatch.h"
+(cd "$repo" && "$bin" apply --write 2>/dev/null)
+echo "// an edit after apply" >>"$repo/gelu/gelu.cu"
+(cd "$repo" && "$bin" revert >"$tmp/revert2.out" 2>"$tmp/revert2.err")
+check "revert: an edited file is left as it is (exit 1)" [ $? -eq 1 ]
+check "... and named" grep -q "gelu.cu: changed since apply wrote it" "$tmp/revert2.err"
+check "... the others are reverted" test -z "$(cd "$repo" && git status --porcelain --untracked-files=no -- . ':!gelu/gelu.cu')"
+
+# A kernel edited since the run is not applied.
+(cd "$repo" && git checkout -q . && rm -f kernelsmith_dispatch.h)
+sed -i 's/if (i < n) y\[i\] = a \* x\[i\] + y\[i\];/if (i < n) y[i] = a * x[i] + y[i]; \/\/ edited/' "$repo/saxpy/saxpy.cu"
+(cd "$repo" && "$bin" apply -k saxpy_kernel >"$tmp/edited" 2>"$tmp/edited.err")
+check "an edited kernel is refused" grep -q "changed since run" "$tmp/edited.err"
+check "... and nothing is patched" test ! -s "$tmp/edited"
+
+echo "apply_cli: $fails failed"
+exit $((fails > 0))
