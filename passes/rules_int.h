@@ -16,14 +16,16 @@ extern const ks_rule ks_rule_coarsen;
 /* rules_loop.c */
 extern const ks_rule ks_rule_unroll;
 extern const ks_rule ks_rule_fast_math;
-/* rules_warp.c */
+/* rules_warp_reduce.c */
 extern const ks_rule ks_rule_warp_reduce;
 extern const ks_rule ks_rule_warp_atomic;
+/* rules_warp_rows.c */
 extern const ks_rule ks_rule_warp_rows;
 /* rules_reduce.c */
 extern const ks_rule ks_rule_reduce_stride;
-/* rules_smem.c */
+/* rules_smem_hist.c */
 extern const ks_rule ks_rule_smem_histogram;
+/* rules_smem_transpose.c */
 extern const ks_rule ks_rule_smem_transpose;
 
 #endif

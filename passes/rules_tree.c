@@ -1,7 +1,7 @@
-/* rules_tree: the helpers every rule shares (rules_tree.h): walking and
- * stripping the tree, rendering nodes with substitutions, statement ends and
- * indentation, fresh names, the thread-mapping check, and how a rule
- * returns its child or says it does not apply. */
+/* rules_tree: the helpers every rule shares (rules_tree.h): walking,
+ * matching and stripping the tree, rendering nodes with substitutions,
+ * statement ends and indentation, fresh names, the thread-mapping check,
+ * and how a rule returns its child or says it does not apply. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,10 +52,8 @@ const ks_anode *ks_rt_var_init(const ks_anode *var) {
     const ks_anode *c = var->kids[k];
     if (!c || c->kind == KS_AK_ATTR)
       continue;
-    /* TypeRef, TemplateRef, NamespaceRef: parts of the declared type */
-    size_t len = c->kind_name ? strlen(c->kind_name) : 0;
-    if (c->kind == KS_AK_OTHER && len > 3 && !strcmp(c->kind_name + len - 3, "Ref"))
-      continue;
+    if (ks_rt_is_ref_node(c))
+      continue; /* part of the declared type */
     return c;
   }
   return NULL;
@@ -91,6 +89,138 @@ bool ks_rt_modified(const ks_anode *root, const ks_anode *decl) {
   modified_walk w = {decl, false};
   ks_anode_walk((ks_anode *)root, visit_modified, &w);
   return w.found;
+}
+
+bool ks_rt_is_ref_node(const ks_anode *n) {
+  if (n->kind != KS_AK_OTHER || !n->kind_name)
+    return false;
+  size_t len = strlen(n->kind_name);
+  return len > 3 && !strcmp(n->kind_name + len - 3, "Ref");
+}
+
+bool ks_rt_is_within(const ks_anode *n, const ks_anode *root) {
+  for (; n; n = n->parent)
+    if (n == root)
+      return true;
+  return false;
+}
+
+bool ks_rt_is_op(const ks_anode *n, ks_akind kind, const char *op) {
+  return n && n->kind == kind && n->op && !strcmp(n->op, op) &&
+         n->nkids == (kind == KS_AK_UNARY ? 1u : 2u);
+}
+
+bool ks_rt_is_bin(const ks_anode *n, const char *op) {
+  return ks_rt_is_op(n, KS_AK_BINARY, op);
+}
+
+bool ks_rt_is_int(const ks_anode *n, long long v) {
+  n = ks_rt_strip(n, true);
+  return n && n->kind == KS_AK_INT_LITERAL && n->int_value == v;
+}
+
+bool ks_rt_is_assignment(const ks_anode *n) {
+  return ks_rt_is_bin(n, "=") || (n && n->kind == KS_AK_COMPOUND_ASSIGN && n->nkids == 2) ||
+         ks_rt_is_op(n, KS_AK_UNARY, "++") || ks_rt_is_op(n, KS_AK_UNARY, "--");
+}
+
+const char *ks_rt_callee(ks_arena *arena, const ks_anode *call) {
+  if (!call->name)
+    return "";
+  const char *s = call->name;
+  for (const char *p = strstr(s, "::"); p; p = strstr(s, "::"))
+    s = p + 2;
+  return ks_arena_strndup(arena, s, strcspn(s, "<"));
+}
+
+static bool collect_visit(ks_anode *n, void *arg) {
+  void **a = arg;
+  *ks_array_push((ks_arena *)a[0], (ks_rt_nodes *)a[1]) = n;
+  return true;
+}
+
+ks_rt_nodes ks_rt_collect(ks_arena *arena, const ks_anode *root) {
+  ks_rt_nodes out = {0};
+  void *a[2] = {arena, &out};
+  ks_anode_walk((ks_anode *)root, collect_visit, a);
+  return out;
+}
+
+unsigned ks_rt_count_refs(ks_arena *arena, const ks_anode *root, const ks_anode *decl) {
+  ks_rt_nodes all = ks_rt_collect(arena, root);
+  unsigned n = 0;
+  for (size_t i = 0; i < all.len; i++)
+    n += all.items[i]->kind == KS_AK_DECL_REF && all.items[i]->decl == decl;
+  return n;
+}
+
+bool ks_rt_is_expr_stmt(const ks_anode *n) {
+  const ks_anode *child;
+  const ks_anode *p = ks_rt_up(n, &child);
+  if (!p)
+    return false;
+  switch (p->kind) {
+  case KS_AK_COMPOUND:
+    return true;
+  case KS_AK_IF:
+    return (p->nkids >= 2 && p->kids[1] == child) || (p->nkids >= 3 && p->kids[2] == child);
+  case KS_AK_FOR:
+    return p->kids[3] == child;
+  case KS_AK_WHILE:
+    return p->nkids == 2 && p->kids[1] == child;
+  case KS_AK_DO:
+    return p->nkids >= 1 && p->kids[0] == child;
+  default:
+    return false;
+  }
+}
+
+const ks_anode *ks_rt_single_var(const ks_anode *stmt) {
+  if (!stmt || stmt->kind != KS_AK_DECL_STMT)
+    return NULL;
+  const ks_anode *var = NULL;
+  for (size_t i = 0; i < stmt->nkids; i++) {
+    if (!stmt->kids[i] || stmt->kids[i]->kind != KS_AK_VAR)
+      continue;
+    if (var)
+      return NULL;
+    var = stmt->kids[i];
+  }
+  return var;
+}
+
+void ks_rt_split_chain(ks_arena *arena, const ks_anode *c, const char *op, ks_rt_nodes *out) {
+  c = ks_anode_strip(c, false);
+  if (c && c->kind == KS_AK_BINARY && c->nkids == 2 && c->op && !strcmp(c->op, op)) {
+    ks_rt_split_chain(arena, c->kids[0], op, out);
+    ks_rt_split_chain(arena, c->kids[1], op, out);
+  } else if (c) {
+    *ks_array_push(arena, out) = c;
+  }
+}
+
+bool ks_rt_is_template_type(const ks_kast *k, const char *type) {
+  if (!type || k->root->kind != KS_AK_TEMPLATE)
+    return false;
+  for (size_t i = 0; i < k->root->nkids; i++) {
+    const ks_anode *p = k->root->kids[i];
+    if (p && p->kind == KS_AK_TEMPLATE_PARAM && p->name && !strcmp(p->name, type) &&
+        (!p->type || !*p->type))
+      return true;
+  }
+  return false;
+}
+
+bool ks_rt_is_minmax(const char *name) {
+  static const char *const fns[] = {"fmaxf", "fminf", "fmax", "fmin", "max", "min"};
+  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+    if (!strcmp(name, fns[i]))
+      return true;
+  return false;
+}
+
+bool ks_rt_has_prefix(const char *s, const char *prefix) {
+  return s && !strncmp(s, prefix, strlen(prefix));
 }
 
 /* ---- text --------------------------------------------------------------- */
@@ -219,6 +349,56 @@ const char *ks_rt_paren(ks_arena *arena, const char *expr) {
       return expr; /* a call */
   }
   return ks_arena_printf(arena, "(%s)", expr);
+}
+
+unsigned ks_rt_stmt_end_deep(const char *unit, const ks_anode *s) {
+  if (s->kind == KS_AK_OTHER && s->nkids == 1 && s->kids[0] && s->kids[0]->kind == KS_AK_FOR)
+    return ks_rt_stmt_end_deep(unit, s->kids[0]); /* #pragma unroll before the loop */
+  if (s->kind == KS_AK_FOR && s->kids[3])
+    return ks_rt_stmt_end_deep(unit, s->kids[3]);
+  if (s->kind == KS_AK_WHILE && s->nkids == 2)
+    return ks_rt_stmt_end_deep(unit, s->kids[1]);
+  if (s->kind == KS_AK_IF && s->nkids >= 2)
+    return ks_rt_stmt_end_deep(unit, s->kids[s->nkids - 1]);
+  return ks_rt_stmt_end(unit, s);
+}
+
+unsigned ks_rt_begin_with_pragmas(const char *unit, unsigned begin) {
+  for (;;) {
+    unsigned line = begin;
+    while (line > 0 && unit[line - 1] != '\n')
+      line--;
+    bool blank_before = true;
+    for (unsigned p = line; p < begin; p++)
+      blank_before &= unit[p] == ' ' || unit[p] == '\t';
+    if (!blank_before || line == 0)
+      return begin;
+    unsigned prev = line - 1;
+    while (prev > 0 && unit[prev - 1] != '\n')
+      prev--;
+    unsigned p = prev;
+    while (unit[p] == ' ' || unit[p] == '\t')
+      p++;
+    if (strncmp(unit + p, "#pragma", 7))
+      return begin;
+    begin = p;
+  }
+}
+
+const char *ks_rt_indent_step(ks_arena *arena, const ks_rule_input *in) {
+  const ks_kast *k = in->ast;
+  if (!k->body || !k->body->nkids)
+    return "    ";
+  const char *outer = ks_rt_line_indent(arena, in->unit, k->fn->begin);
+  const char *inner = ks_rt_line_indent(arena, in->unit, k->body->kids[0]->begin);
+  size_t n = strlen(outer);
+  if (strlen(inner) <= n || strncmp(inner, outer, n))
+    return "    ";
+  return inner + n;
+}
+
+const char *ks_rt_deeper(ks_arena *arena, const ks_rule_input *in, const char *indent) {
+  return ks_arena_printf(arena, "%s%s", indent, ks_rt_indent_step(arena, in));
 }
 
 /* ---- the thread mapping ------------------------------------------------- */

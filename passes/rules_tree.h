@@ -6,9 +6,8 @@
  * no shared memory, no warp collective, no thread index read outside the
  * global index), which coarsen and vectorize need.
  *
- * Implemented in rules_memory.c (the passes library lists its files in
- * CMake; these could move to a rules_tree.c of their own). Internal to
- * passes/. Strings live in the arena given. */
+ * Implemented in rules_tree.c. Internal to passes/. Strings and node lists
+ * live in the arena given. */
 #ifndef KS_RULES_TREE_H
 #define KS_RULES_TREE_H
 
@@ -32,6 +31,43 @@ bool ks_rt_refers_to(const ks_anode *n, const ks_anode *decl);
  * somewhere below `root`. */
 bool ks_rt_modified(const ks_anode *root, const ks_anode *decl);
 
+/* A list of nodes (arena-backed). */
+typedef KS_ARRAY(const ks_anode *) ks_rt_nodes;
+
+/* TypeRef, TemplateRef, NamespaceRef: children of casts and declarations
+ * that are not operands. */
+bool ks_rt_is_ref_node(const ks_anode *n);
+/* `n` is `root` or below it in the tree. */
+bool ks_rt_is_within(const ks_anode *n, const ks_anode *root);
+/* An operator node of `kind` (UNARY or BINARY) spelled `op`, with its
+ * operands. */
+bool ks_rt_is_op(const ks_anode *n, ks_akind kind, const char *op);
+/* A binary operator spelled `op`. */
+bool ks_rt_is_bin(const ks_anode *n, const char *op);
+/* The integer literal `v` (through parentheses, conversions and casts). */
+bool ks_rt_is_int(const ks_anode *n, long long v);
+/* `=`, a compound assignment, `++` or `--`. */
+bool ks_rt_is_assignment(const ks_anode *n);
+/* The callee's name without template arguments or qualification. */
+const char *ks_rt_callee(ks_arena *arena, const ks_anode *call);
+/* Every node below `root`, in pre-order. */
+ks_rt_nodes ks_rt_collect(ks_arena *arena, const ks_anode *root);
+/* How many DECL_REFs to `decl` there are below `root`. */
+unsigned ks_rt_count_refs(ks_arena *arena, const ks_anode *root, const ks_anode *decl);
+/* Is `n` a whole expression statement (its value unused)? */
+bool ks_rt_is_expr_stmt(const ks_anode *n);
+/* The one VAR of a declaration statement, or NULL. */
+const ks_anode *ks_rt_single_var(const ks_anode *stmt);
+/* Splits a condition at a top-level && (or ||, as `op` says) into its
+ * operands (through parentheses and UnexposedExpr: ks_anode_strip). */
+void ks_rt_split_chain(ks_arena *arena, const ks_anode *c, const char *op, ks_rt_nodes *out);
+/* A template type parameter of the kernel named `type`. */
+bool ks_rt_is_template_type(const ks_kast *k, const char *type);
+/* Accumulating functions: max and min, as spelled in CUDA. */
+bool ks_rt_is_minmax(const char *name);
+/* `s` (NULL: false) starts with `prefix`. */
+bool ks_rt_has_prefix(const char *s, const char *prefix);
+
 /* A replacement for ks_rt_render: the text that stands for `n`, or NULL to
  * keep n's text (with its own descendants looked at). */
 typedef const char *(*ks_rt_replace)(const ks_anode *n, void *arg);
@@ -46,6 +82,14 @@ const char *ks_rt_render_str(ks_arena *arena, const char *unit, const ks_anode *
 /* Where a statement ends, with the ';' that follows an expression
  * statement (clang's extent stops before it). */
 unsigned ks_rt_stmt_end(const char *unit, const ks_anode *s);
+/* Where a statement ends, with the ';' of an expression statement; a
+ * loop or an if ends where its last statement does (clang's extent of
+ * `for (...) x += y;` stops before the ';'). */
+unsigned ks_rt_stmt_end_deep(const char *unit, const ks_anode *s);
+/* Where a statement starts, with the #pragma lines right above it (an
+ * `unroll` before a loop): code inserted before the statement goes above
+ * them, so that the pragma still applies to the loop. */
+unsigned ks_rt_begin_with_pragmas(const char *unit, unsigned begin);
 
 /* The whitespace that starts the line holding offset `at`. */
 const char *ks_rt_line_indent(ks_arena *arena, const char *unit, unsigned at);
@@ -55,6 +99,11 @@ const char *ks_rt_indent_more(ks_arena *arena, const char *text, const char *add
 const char *ks_rt_fresh(ks_arena *arena, const char *text, const char *base);
 /* `expr` in parentheses unless it is a name, a number or a call. */
 const char *ks_rt_paren(ks_arena *arena, const char *expr);
+/* One level of indentation as the kernel has it: its first statement's
+ * indentation beyond the line of its signature. */
+const char *ks_rt_indent_step(ks_arena *arena, const ks_rule_input *in);
+/* The indentation one level below a line indented with `indent`. */
+const char *ks_rt_deeper(ks_arena *arena, const ks_rule_input *in, const char *indent);
 
 /* Is `e` blockIdx.D * blockDim.D + threadIdx.D (operands in any order,
  * with casts)? *product is set to the blockIdx.D * blockDim.D operand. */
