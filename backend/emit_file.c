@@ -148,9 +148,70 @@ static bool defines(const char *text, const char *name) {
   return false;
 }
 
+/* The 1-based line of byte `at`. */
+static unsigned line_at(const char *text, size_t at) {
+  unsigned line = 1;
+  for (size_t i = 0; i < at && text[i]; i++)
+    line += text[i] == '\n';
+  return line;
+}
+
+/* `s` on one line: its newlines and the indentation after them become one
+ * space. */
+static const char *one_line(ks_arena *a, const char *s) {
+  ks_buf b = KS_BUF_INIT;
+  for (; *s; s++) {
+    if (*s == '\n' || *s == '\r') {
+      while (s[1] == ' ' || s[1] == '\t' || s[1] == '\n' || s[1] == '\r')
+        s++;
+      ks_buf_addc(&b, ' ');
+      continue;
+    }
+    ks_buf_addc(&b, *s);
+  }
+  const char *r = ks_arena_strdup(a, b.data);
+  ks_buf_release(&b);
+  return r;
+}
+
+static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
+                const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
+                size_t nsites, const char *include, const char *line_file, const char **out,
+                ks_strings *notes);
+
 int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                  const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
                  size_t nsites, const char *include, const char **out, ks_strings *notes) {
+  return emit(ctx, arena, path, text, kernels, nkernels, sites, nsites, include, NULL, out,
+              notes);
+}
+
+int ks_emit_file_lines(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
+                       const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
+                       size_t nsites, const char *include, const char *line_file,
+                       const char **out, ks_strings *notes) {
+  return emit(ctx, arena, path, text, kernels, nkernels, sites, nsites, include, line_file, out,
+              notes);
+}
+
+static const char *c_quoted(ks_arena *a, const char *s) {
+  ks_buf b = KS_BUF_INIT;
+  ks_buf_addc(&b, '"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      ks_buf_addc(&b, '\\');
+    ks_buf_addc(&b, *s);
+  }
+  ks_buf_addc(&b, '"');
+  const char *r = ks_arena_strdup(a, b.data);
+  ks_buf_release(&b);
+  return r;
+}
+
+static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
+                const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
+                size_t nsites, const char *include, const char *line_file, const char **out,
+                ks_strings *notes) {
   *out = NULL;
   size_t len = strlen(text);
   const char *eol = eol_of(text);
@@ -181,8 +242,12 @@ int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *tex
     size_t sl = strlen(src);
     while (sl && (src[sl - 1] == '\n' || src[sl - 1] == ' '))
       sl--;
-    const char *block = ks_arena_printf(arena, "\n\n%s%s%.*s", ek->comment ? ek->comment : "",
-                                        ek->comment ? "\n" : "", (int)sl, src);
+    const char *block =
+        line_file ? ks_arena_printf(arena, "\n#line 1 \"%s (kernelsmith-cc variant)\"\n%.*s\n#line %u %s\n",
+                                    ek->variant_name, (int)sl, src, line_at(text, end),
+                                    c_quoted(arena, line_file))
+                  : ks_arena_printf(arena, "\n\n%s%s%.*s", ek->comment ? ek->comment : "",
+                                    ek->comment ? "\n" : "", (int)sl, src);
     *ks_array_push(arena, &e) = (edit){end, end, with_eol(arena, block, eol)};
   }
   for (size_t s = 0; s < nsites; s++) {
@@ -210,7 +275,7 @@ int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *tex
                                                      path, l->loc.line, ek->k->name, ctx->error);
       continue;
     }
-    rep = indented(arena, rep, indent_at(arena, text, b));
+    rep = line_file ? one_line(arena, rep) : indented(arena, rep, indent_at(arena, text, b));
     *ks_array_push(arena, &e) = (edit){b, en, with_eol(arena, rep, eol)};
     dispatched = true;
   }
@@ -218,8 +283,11 @@ int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *tex
     return 0;
   if (dispatched && !strstr(text, "kernelsmith_dispatch.h")) {
     size_t at = include_at(text);
-    *ks_array_push(arena, &e) = (edit){
-        at, at, with_eol(arena, ks_arena_printf(arena, "#include \"%s\"\n", include), eol)};
+    const char *inc =
+        line_file ? ks_arena_printf(arena, "#include \"%s\"\n#line %u %s\n", include,
+                                    line_at(text, at), c_quoted(arena, line_file))
+                  : ks_arena_printf(arena, "#include \"%s\"\n", include);
+    *ks_array_push(arena, &e) = (edit){at, at, with_eol(arena, inc, eol)};
   }
   qsort(e.items, e.len, sizeof *e.items, cmp_edit);
   for (size_t i = 1; i < e.len; i++)

@@ -76,6 +76,15 @@ typedef struct ks_emit_kernel {
 int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                  const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
                  size_t nsites, const char *include, const char **out, ks_strings *notes);
+/* The same for the compiler launcher: a copy compiled in place of the
+ * file, whose every original line keeps its number under `#line`
+ * directives naming `line_file` (the original's path), so that diagnostics
+ * and debug information point at the user's file: the dispatch is written
+ * on the launch's own line, the variant under a `#line` of its own. */
+int ks_emit_file_lines(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
+                       const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
+                       size_t nsites, const char *include, const char *line_file,
+                       const char **out, ks_strings *notes);
 
 /* A guard or launch-policy expression in C++ for this site (exposed for
  * tests). */

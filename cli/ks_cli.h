@@ -31,6 +31,7 @@ extern const ks_command ks_cmd_optimize;
 extern const ks_command ks_cmd_status;
 extern const ks_command ks_cmd_apply;
 extern const ks_command ks_cmd_revert;
+extern const ks_command ks_cmd_stats;
 
 /* Prints "<prog> <cmd>: <message>" and a hint to use --help; returns
  * KS_EXIT_USAGE. */

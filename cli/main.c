@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ks_cli.h"
+#include "launcher.h"
 #include "ks_version.h"
 
 static const ks_command *const commands[] = {
@@ -13,6 +14,7 @@ static const ks_command *const commands[] = {
     &ks_cmd_status,
     &ks_cmd_apply,
     &ks_cmd_revert,
+    &ks_cmd_stats,
     &ks_cmd_scan,
     &ks_cmd_extract,
     &ks_cmd_doctor,
@@ -146,6 +148,12 @@ int main(int argc, char **argv) {
       rc = commands[i]->run(&ctx, argc - first, argv + first);
       goto out;
     }
+  }
+  /* A compiler command: kernelsmith-cc as CMAKE_CUDA_COMPILER_LAUNCHER, or
+   * `kernelsmith-cc nvcc ARGS...`. */
+  if (ks_launcher_wanted(name)) {
+    rc = ks_launcher_run(&ctx, argc - optind, argv + optind);
+    goto out;
   }
   rc = ks_usage_error(&ctx, NULL, "no command '%s'", name);
 out:

@@ -1,0 +1,400 @@
+/* launcher: kernelsmith-cc as a compiler launcher (docs/apply.md).
+ *
+ *     kernelsmith-cc nvcc ARGS...
+ *     CMAKE_CUDA_COMPILER_LAUNCHER=kernelsmith-cc          (or "kernelsmith-cc;ccache")
+ *
+ * For a compile (-c) of one .cu file that has verified winners in the
+ * nearest results store, built for the architecture they were verified on,
+ * it writes a rewritten copy beside the object file (never in the source
+ * tree), with #line directives that keep every original line's number and
+ * file, and compiles that copy instead, with the source's directory on the
+ * include path. Everything else is passed through untouched (exec of the
+ * same arguments: byte-identical objects). A problem inside the tool, or a
+ * rewritten copy that does not compile, falls back to the plain command
+ * with a one-line warning; the compiler's exit code is returned. No LLM
+ * call and no GPU work happens here. What each compile did is appended to
+ * the store's launcher.log, which `kernelsmith-cc stats` counts. */
+#include "launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flags.h"
+#include "ks_buf.h"
+#include "ks_emit.h"
+#include "ks_fs.h"
+#include "ks_safe_write.h"
+#include "ks_scan.h"
+#include "ks_slice.h"
+#include "ks_specs.h"
+#include "ks_store.h"
+#include "ks_variant_file.h"
+
+extern const char ks_runtime_header[];
+
+bool ks_launcher_wanted(const char *word) {
+  if (strchr(word, '/'))
+    return true;
+  static const char *const compilers[] = {"nvcc", "ccache", "sccache", "clang", "clang++"};
+  for (size_t i = 0; i < sizeof compilers / sizeof *compilers; i++)
+    if (!strcmp(word, compilers[i]))
+      return true;
+  return false;
+}
+
+/* Runs argv; returns its exit status (127 when it cannot start). */
+static int run_command(char **argv) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return 127;
+  if (pid == 0) {
+    execvp(argv[0], argv);
+    fprintf(stderr, "kernelsmith-cc: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static void log_line(const char *store_dir, const char *what, const char *file, const char *why) {
+  if (!store_dir)
+    return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/launcher.log", store_dir);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  char line[8192];
+  int n = snprintf(line, sizeof line, "%lld\t%s\t%s\t%s\n", (long long)time(NULL), what, file,
+                   why ? why : "");
+  if (n > 0)
+    (void)!write(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  close(fd);
+}
+
+/* The nearest directory at or above `dir` holding .kernelsmith/kernelsmith.db. */
+static char *find_store(const char *dir) {
+  char *d = strdup(dir);
+  while (d) {
+    char *store = ks_path_join(d, ".kernelsmith");
+    char *db = ks_path_join(store, "kernelsmith.db");
+    bool found = ks_is_file(db);
+    free(db);
+    if (found) {
+      free(d);
+      return store;
+    }
+    free(store);
+    if (!strcmp(d, "/") || !strcmp(d, ".")) {
+      free(d);
+      return NULL;
+    }
+    char *up = ks_path_dirname(d);
+    free(d);
+    d = up;
+  }
+  return NULL;
+}
+
+/* Whether the command line builds code for sm_<arch>: the sm_NN and
+ * compute_NN values of -arch, --gpu-architecture, -code, -gencode and
+ * --generate-code. */
+static bool targets_arch(char **argv, int argc, int arch) {
+  static const char *const flags[] = {"-arch", "--gpu-architecture", "-gencode",
+                                      "--generate-code", "--gpu-code", "-code"};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    for (size_t f = 0; f < sizeof flags / sizeof *flags && !v; f++) {
+      size_t n = strlen(flags[f]);
+      if (!strncmp(a, flags[f], n) && (a[n] == '=' || a[n] == '\0'))
+        v = a[n] == '=' ? a + n + 1 : (i + 1 < argc ? argv[i + 1] : "");
+    }
+    for (const char *p = v; p && *p; p++) {
+      const char *num = !strncmp(p, "sm_", 3) ? p + 3 : !strncmp(p, "compute_", 8) ? p + 8 : NULL;
+      if (num && atoi(num) == arch)
+        return true;
+    }
+  }
+  return false;
+}
+
+typedef struct plan {
+  int src;            /* index of the .cu argument */
+  const char *output; /* the -o value, or NULL */
+  bool compile;       /* -c */
+} plan;
+
+static bool read_plan(char **argv, int argc, plan *p) {
+  memset(p, 0, sizeof *p);
+  p->src = -1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-c") || !strcmp(a, "--compile"))
+      p->compile = true;
+    else if (!strcmp(a, "-o") && i + 1 < argc)
+      p->output = argv[++i];
+    else if (!strncmp(a, "--output-file=", 14))
+      p->output = a + 14;
+    else if (a[0] != '-' && ks_path_has_ext(a, ".cu") && ks_is_file(a)) {
+      if (p->src >= 0)
+        return false; /* several sources: passed through */
+      p->src = i;
+    }
+  }
+  return p->compile && p->src >= 0;
+}
+
+/* The rewritten copy's text, or NULL with *why when there is nothing to do
+ * (no error) or something is wrong (ctx->error set, returns -1). */
+static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *src, char **argv,
+                   int argc, const char *copy, const char **out, const char **why) {
+  *out = NULL;
+  ks_store *store = NULL;
+  ks_scan scan = {0};
+  bool scanned = false;
+  int rc = -1;
+  if (ks_store_open_readonly(ctx, store_dir, &store))
+    return -1;
+  ks_run_row run;
+  bool found = false;
+  if (ks_store_run_latest(ctx, store, a, &run, &found))
+    goto out;
+  const char *sm = found && run.device ? strstr(run.device, "sm_") : NULL;
+  int arch = sm ? atoi(sm + 3) : 0;
+  if (!arch) {
+    *why = "no run judged on a GPU";
+    rc = 0;
+    goto out;
+  }
+  if (!targets_arch(argv, argc, arch)) {
+    *why = ks_arena_printf(a, "not built for sm_%d, where its variants were verified", arch);
+    rc = 0;
+    goto out;
+  }
+  ks_kernel_rows rows = {0};
+  if (ks_store_kernels(ctx, store, run.id, a, &rows))
+    goto out;
+  /* Only kernels defined in this file, with a winner. */
+  const ks_kernel_row **mine = ks_arena_alloc(a, (rows.len + 1) * sizeof *mine);
+  size_t nmine = 0;
+  for (size_t i = 0; i < rows.len; i++) {
+    const ks_kernel_row *r = &rows.items[i];
+    char *path = ks_arena_strdup(a, ks_arena_printf(a, "%s/winners/%s.cu", store_dir, r->name));
+    if (r->file && !strcmp(r->file, src) && ks_is_file(path))
+      mine[nmine++] = r;
+  }
+  if (!nmine) {
+    *why = "no verified variant of a kernel of this file";
+    rc = 0;
+    goto out;
+  }
+  /* The file as this command line compiles it. */
+  char *dir = ks_path_dirname(src);
+  ks_strings flags = {0};
+  ks_flags_translate(a, (const char *const *)argv, (size_t)argc, dir, &flags);
+  free(dir);
+  const char *paths[] = {src};
+  ks_scan_options so = {.paths = paths, .npaths = 1, .extra_args = (const char *const *)flags.items,
+                        .nextra = flags.len, .no_compdb = true, .jobs = 1};
+  if (ks_scan_run(ctx, &so, &scan))
+    goto out;
+  scanned = true;
+  KS_ARRAY(ks_emit_kernel) eks = {0};
+  int *archs = ks_arena_alloc(a, sizeof *archs);
+  archs[0] = arch;
+  for (size_t i = 0; i < nmine; i++) {
+    const ks_kernel *k = NULL;
+    ks_spec *spec = ks_arena_alloc(a, sizeof *spec);
+    ks_variant *v = ks_arena_alloc(a, sizeof *v);
+    bool is_template = false;
+    if (ks_scan_lookup(ctx, &scan, mine[i]->name, &k) || ks_spec_find(ctx, &scan, k, a, spec) ||
+        ks_variant_load(ctx, ks_arena_printf(a, "%s/winners/%s.cu", store_dir, mine[i]->name),
+                        k->name, a, v, &is_template))
+      goto out;
+    if (mine[i]->source_hash && k->source_hash && strcmp(k->source_hash, mine[i]->source_hash)) {
+      *why = ks_arena_printf(a, "%s changed since run %lld optimized it", k->name, run.id);
+      rc = 0;
+      goto out;
+    }
+    *ks_array_push(a, &eks) = (ks_emit_kernel){.k = k, .spec = spec, .v = v,
+                                               .variant_name = ks_arena_printf(a, "%s_ks", k->name),
+                                               .archs = archs, .narchs = 1};
+  }
+  ks_buf text = KS_BUF_INIT;
+  if (ks_read_file(ctx, src, (size_t)64 << 20, &text)) {
+    ks_buf_release(&text);
+    goto out;
+  }
+  ks_strings notes = {0};
+  (void)copy;
+  rc = ks_emit_file_lines(ctx, a, src, text.data, eks.items, eks.len, scan.launches.items,
+                          scan.launches.len, "kernelsmith_dispatch.h", src, out, &notes);
+  ks_buf_release(&text);
+  for (size_t i = 0; i < notes.len; i++)
+    ks_warn(ctx, "%s", notes.items[i]);
+  if (!rc && !*out)
+    *why = "nothing to change";
+out:
+  if (scanned)
+    ks_scan_release(&scan);
+  ks_store_close(store);
+  return rc;
+}
+
+/* Writes `text` to `path` unless it already holds exactly that. */
+static int put_file(ks_ctx *ctx, const char *path, const char *text) {
+  char sha[KS_HASH_HEX];
+  if (ks_is_file(path)) {
+    char want[KS_HASH_HEX];
+    ks_sha256_hex(text, strlen(text), want);
+    if (ks_file_sha256(ctx, path, sha))
+      return -1;
+    if (!strcmp(sha, want))
+      return 0;
+    return ks_safe_write(ctx, path, sha, text, strlen(text));
+  }
+  return ks_safe_write(ctx, path, NULL, text, strlen(text));
+}
+
+int ks_launcher_run(ks_ctx *ctx, int argc, char **argv) {
+  plan p;
+  /* ccache and sccache: the compiler is their first argument. */
+  int skip = (!strcmp(argv[0], "ccache") || !strcmp(argv[0], "sccache") ||
+              strstr(argv[0], "/ccache") || strstr(argv[0], "/sccache")) ? 1 : 0;
+  if (!read_plan(argv + skip, argc - skip, &p))
+    goto pass;
+  p.src += skip;
+  char *src = ks_realpath(argv[p.src]);
+  if (!src)
+    goto pass;
+  char *dir = ks_path_dirname(src);
+  char *store_dir = find_store(dir);
+  free(dir);
+  if (!store_dir) {
+    free(src);
+    goto pass;
+  }
+  ks_arena a = KS_ARENA_INIT;
+  const char *obj = p.output ? p.output : ks_arena_printf(&a, "%s.o", argv[p.src]);
+  const char *copy = ks_arena_printf(&a, "%s.ks.cu", obj);
+  const char *text = NULL, *why = NULL;
+  int rc;
+  if (rewrite(ctx, &a, store_dir, src, argv + skip, argc - skip, copy, &text, &why)) {
+    ks_warn(ctx, "%s: compiled as written: %s", argv[p.src], ctx->error);
+    log_line(store_dir, "fell back", src, ctx->error);
+    goto plain;
+  }
+  if (!text) {
+    log_line(store_dir, "passed", src, why);
+    goto plain;
+  }
+  char *cdir = ks_path_dirname(copy);
+  char *header = ks_path_join(cdir, "kernelsmith_dispatch.h");
+  free(cdir);
+  int wrc = put_file(ctx, copy, text) || put_file(ctx, header, ks_runtime_header);
+  free(header);
+  if (wrc) {
+    ks_warn(ctx, "%s: compiled as written: %s", argv[p.src], ctx->error);
+    log_line(store_dir, "fell back", src, ctx->error);
+    goto plain;
+  }
+  /* The copy instead of the source, the source's directory first on the
+   * include path for its quoted includes. */
+  char **args = ks_arena_alloc(&a, (size_t)(argc + 2) * sizeof *args);
+  char *srcdir = ks_path_dirname(src);
+  int n = 0;
+  for (int i = 0; i < argc; i++) {
+    if (i == p.src) {
+      args[n++] = ks_arena_printf(&a, "-I%s", srcdir);
+      args[n++] = (char *)copy;
+    } else {
+      args[n++] = argv[i];
+    }
+  }
+  args[n] = NULL;
+  free(srcdir);
+  rc = run_command(args);
+  if (rc == 0) {
+    log_line(store_dir, "rewritten", src, NULL);
+    goto done;
+  }
+  ks_warn(ctx, "%s: the rewritten copy (%s) did not compile; compiling it as written", argv[p.src],
+          copy);
+  log_line(store_dir, "fell back", src, "the rewritten copy did not compile");
+plain:
+  rc = run_command(argv);
+done:
+  ks_arena_release(&a);
+  free(store_dir);
+  free(src);
+  return rc;
+pass:
+  execvp(argv[0], argv);
+  fprintf(stderr, "kernelsmith-cc: cannot run %s: %s\n", argv[0], strerror(errno));
+  return 127;
+}
+
+static const char stats_usage[] =
+    "usage: kernelsmith-cc stats [--store DIR]\n"
+    "\n"
+    "How many compilations the compiler launcher rewrote, passed through, or\n"
+    "compiled as written after a problem (with the reasons), from the store's\n"
+    "launcher.log.\n";
+
+static int run_stats(ks_ctx *ctx, int argc, char **argv) {
+  ks_arena a = KS_ARENA_INIT;
+  const char *dir = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--store") && i + 1 < argc)
+      dir = argv[++i];
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+      return ks_print_help(&ks_cmd_stats);
+    else
+      return ks_usage_error(ctx, &ks_cmd_stats, "unexpected argument '%s'", argv[i]);
+  }
+  if (!dir)
+    dir = ks_store_default_dir(&a);
+  const char *path = ks_arena_printf(&a, "%s/launcher.log", dir);
+  ks_buf text = KS_BUF_INIT;
+  unsigned rewritten = 0, passed = 0, fell = 0;
+  if (ks_is_file(path) && ks_read_file(ctx, path, (size_t)256 << 20, &text)) {
+    ks_error(ctx, "%s", ctx->error);
+    ks_buf_release(&text);
+    ks_arena_release(&a);
+    return KS_EXIT_FAILURE;
+  }
+  for (char *l = text.data; l && *l;) {
+    char *nl = strchr(l, '\n');
+    if (nl)
+      *nl = '\0';
+    char *what = strchr(l, '\t');
+    if (what) {
+      what++;
+      if (!strncmp(what, "rewritten", 9))
+        rewritten++;
+      else if (!strncmp(what, "passed", 6))
+        passed++;
+      else if (!strncmp(what, "fell back", 9)) {
+        fell++;
+        printf("fell back: %s\n", what + 10);
+      }
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+  printf("rewritten %u, passed through %u, fell back %u\n", rewritten, passed, fell);
+  ks_buf_release(&text);
+  ks_arena_release(&a);
+  return KS_EXIT_OK;
+}
+
+const ks_command ks_cmd_stats = {"stats", "what the compiler launcher did", stats_usage, run_stats};

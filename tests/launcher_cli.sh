@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The compiler launcher without a GPU (needs nvcc; skipped without one): a
+# stand-in search of saxpy whose run is marked as judged on sm_90 (a test
+# fixture, as in apply_cli.sh), then `kernelsmith-cc nvcc ...` and
+# `kernelsmith-cc /path/to/nvcc ...`: the rewritten copy is compiled beside
+# the object and the sources stay untouched; diagnostics point at the
+# original file and line; another architecture, a file without winners and
+# a non-CUDA compile pass through (a C object byte-identical to the plain
+# compiler's); a broken store falls back to the plain compile with a
+# warning; the user's own compile error gives the compiler's exit code;
+# `stats` counts it all; and a CMake build with CMAKE_CUDA_COMPILER_LAUNCHER
+# gets the variant with its sources untouched.
+# usage: launcher_cli.sh KERNELSMITH_CC TESTDATA
+set -u
+bin=$(realpath "$1")
+data=$(realpath "$2")
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+[ -x "$nvcc" ] || { echo "launcher_cli: no nvcc at $nvcc; skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # name, condition...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+repo=$tmp/repo
+mkdir -p "$repo" "$tmp/b"
+cp -r "$data/apps/saxpy" "$data/apps/gelu" "$data/apps/common" "$repo/"
+(cd "$repo" && git init -q . && git add -A && git -c user.email=t@t -c user.name=t commit -qm apps)
+(cd "$repo" && "$bin" -q optimize --stand-in-judge --rounds 3 -k saxpy_kernel . >/dev/null 2>&1)
+python3 - "$repo/.kernelsmith/kernelsmith.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE runs SET device = 'test fixture (stand-in judge), sm_90, driver none'")
+db.commit()
+PY
+cc() { (cd "$repo/saxpy" && "$bin" "$@"); }
+
+cc "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/saxpy.o" 2>"$tmp/e1"
+check "rewritten compile: exit 0" [ $? -eq 0 ]
+check "the copy is beside the object" test -f "$tmp/b/saxpy.o.ks.cu"
+check "... with the dispatch" grep -q "static ksrt::site ks_site(\"saxpy_kernel\"" "$tmp/b/saxpy.o.ks.cu"
+check "... and #line to the original" grep -q "^#line [0-9]* \"$repo/saxpy/saxpy.cu\"" "$tmp/b/saxpy.o.ks.cu"
+check "the object holds the variant" sh -c "/usr/local/cuda/bin/cuobjdump -symbols '$tmp/b/saxpy.o' 2>/dev/null | grep -q saxpy_kernel_ks || nm -C '$tmp/b/saxpy.o' | grep -q saxpy_kernel_ks"
+check "sources untouched" test -z "$(cd "$repo" && git status --porcelain --untracked-files=no)"
+
+# Diagnostics: a #warning at the end of the file is reported at its own line.
+cp "$repo/saxpy/saxpy.cu" "$tmp/saxpy.orig"
+echo '#warning "kernelsmith line check"' >>"$repo/saxpy/saxpy.cu"
+line=$(wc -l <"$repo/saxpy/saxpy.cu")
+cc nvcc -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/w.o" 2>"$tmp/e2"
+check "diagnostics point at the original file and line" grep -q "saxpy/saxpy.cu($line)\|saxpy/saxpy.cu:$line" "$tmp/e2"
+check "... of the rewritten compile" grep -q "rewritten" "$repo/.kernelsmith/launcher.log"
+cp "$tmp/saxpy.orig" "$repo/saxpy/saxpy.cu"
+
+cc "$nvcc" -std=c++17 -arch=sm_80 -c saxpy.cu -o "$tmp/b/s80.o"
+check "another architecture: compiled" [ $? -eq 0 ]
+check "... passed through" test ! -e "$tmp/b/s80.o.ks.cu"
+(cd "$repo/gelu" && "$bin" "$nvcc" -std=c++17 -arch=sm_90 -c gelu.cu -o "$tmp/b/gelu.o")
+check "a file without winners: compiled, passed through" sh -c "[ -f '$tmp/b/gelu.o' ] && [ ! -e '$tmp/b/gelu.o.ks.cu' ]"
+
+printf 'int f(int x) { return 2 * x; }\n' >"$tmp/f.c"
+(cd "$tmp" && gcc -O2 -c f.c -o f1.o && "$bin" "$(command -v gcc)" -O2 -c f.c -o f2.o)
+check "a C compile passes through, byte-identical" cmp -s "$tmp/f1.o" "$tmp/f2.o"
+
+# A broken winner file: a warning, and the plain compile.
+cp "$repo/.kernelsmith/winners/saxpy_kernel.cu" "$tmp/w.cu"
+echo '/* kernelsmith-variant: launch grid = */' >"$repo/.kernelsmith/winners/saxpy_kernel.cu"
+cc "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/fb.o" 2>"$tmp/e3"
+check "a problem inside the tool: exit 0" [ $? -eq 0 ]
+check "... one warning" grep -q "compiled as written" "$tmp/e3"
+check "... no copy" test ! -e "$tmp/b/fb.o.ks.cu"
+cp "$tmp/w.cu" "$repo/.kernelsmith/winners/saxpy_kernel.cu"
+
+# The user's own error: the compiler's exit code.
+echo 'void broken( {' >>"$repo/saxpy/saxpy.cu"
+cc "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/err.o" 2>"$tmp/e4"
+rc=$?
+"$nvcc" -std=c++17 -arch=sm_90 -c "$repo/saxpy/saxpy.cu" -o "$tmp/b/err2.o" 2>/dev/null
+check "a compile error: the compiler's exit code" [ $rc -eq $? ] && [ $rc -ne 0 ]
+cp "$tmp/saxpy.orig" "$repo/saxpy/saxpy.cu"
+
+"$bin" stats --store "$repo/.kernelsmith" >"$tmp/stats"
+check "stats: rewritten, passed, fell back" grep -q "rewritten [1-9][0-9]*, passed through [1-9][0-9]*, fell back [1-9]" "$tmp/stats"
+
+# CMake with the launcher.
+if command -v cmake >/dev/null; then
+  cat >"$repo/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.18)
+project(launch_test LANGUAGES CXX CUDA)
+set(CMAKE_CUDA_ARCHITECTURES 90)
+add_executable(saxpy saxpy/saxpy.cu)
+CM
+  (cd "$tmp" && CUDACXX="$nvcc" cmake -S "$repo" -B cm -DCMAKE_CUDA_COMPILER_LAUNCHER="$bin" >"$tmp/cm.log" 2>&1 &&
+   cmake --build cm >>"$tmp/cm.log" 2>&1)
+  check "CMake build with the launcher" [ $? -eq 0 ]
+  check "... compiled the rewritten copy" sh -c "ls '$tmp'/cm/CMakeFiles/saxpy.dir/saxpy/*.ks.cu >/dev/null 2>&1"
+  rm -f "$repo/CMakeLists.txt"
+  check "... sources untouched" test -z "$(cd "$repo" && git status --porcelain --untracked-files=no)"
+fi
+
+echo "launcher_cli: $fails failed"
+exit $((fails > 0))
