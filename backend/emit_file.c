@@ -177,13 +177,14 @@ static const char *one_line(ks_arena *a, const char *s) {
 static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                 const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
                 size_t nsites, const char *include, const char *line_file, const char **out,
-                ks_strings *notes);
+                ks_strings *notes, ks_emit_edits *edits_out);
 
 int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                  const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
-                 size_t nsites, const char *include, const char **out, ks_strings *notes) {
+                 size_t nsites, const char *include, const char **out, ks_strings *notes,
+                 ks_emit_edits *edits_out) {
   return emit(ctx, arena, path, text, kernels, nkernels, sites, nsites, include, NULL, out,
-              notes);
+              notes, edits_out);
 }
 
 int ks_emit_file_lines(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
@@ -191,7 +192,7 @@ int ks_emit_file_lines(ks_ctx *ctx, ks_arena *arena, const char *path, const cha
                        size_t nsites, const char *include, const char *line_file,
                        const char **out, ks_strings *notes) {
   return emit(ctx, arena, path, text, kernels, nkernels, sites, nsites, include, line_file, out,
-              notes);
+              notes, NULL);
 }
 
 static const char *c_quoted(ks_arena *a, const char *s) {
@@ -211,7 +212,7 @@ static const char *c_quoted(ks_arena *a, const char *s) {
 static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                 const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
                 size_t nsites, const char *include, const char *line_file, const char **out,
-                ks_strings *notes) {
+                ks_strings *notes, ks_emit_edits *edits_out) {
   *out = NULL;
   size_t len = strlen(text);
   const char *eol = eol_of(text);
@@ -294,6 +295,9 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
     if (e.items[i].begin < e.items[i - 1].end)
       return ks_fail(ctx, "%s: two edits overlap at byte %zu; nothing written", path,
                      e.items[i].begin);
+  for (size_t i = 0; edits_out && i < e.len; i++)
+    *ks_array_push(arena, edits_out) =
+        (ks_emit_edit){e.items[i].begin, e.items[i].end - e.items[i].begin, e.items[i].text};
   ks_buf b = KS_BUF_INIT;
   size_t at = 0;
   for (size_t i = 0; i < e.len; i++) {

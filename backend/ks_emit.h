@@ -72,10 +72,20 @@ typedef struct ks_emit_kernel {
  * site was replaced. A site that cannot be dispatched stays as written and
  * gets a line in `notes` ("file:line: kernel: why"); a kernel whose variant
  * name is already defined in the file is left alone (applying twice
- * changes nothing), with a note. *out is NULL when nothing changes. */
+ * changes nothing), with a note. *out is NULL when nothing changes. The
+ * edits made, in order, are appended to `edits` unless it is NULL. */
+/* One replacement of the text as read, for tools that take edits
+ * (clang-tidy's --export-fixes format). */
+typedef struct ks_emit_edit {
+  size_t offset, length;
+  const char *text;
+} ks_emit_edit;
+typedef KS_ARRAY(ks_emit_edit) ks_emit_edits;
+
 int ks_emit_file(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                  const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
-                 size_t nsites, const char *include, const char **out, ks_strings *notes);
+                 size_t nsites, const char *include, const char **out, ks_strings *notes,
+                 ks_emit_edits *edits);
 /* The same for the compiler launcher: a copy compiled in place of the
  * file, whose every original line keeps its number under `#line`
  * directives naming `line_file` (the original's path), so that diagnostics

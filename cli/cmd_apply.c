@@ -47,6 +47,9 @@ static const char usage[] =
     "      --write          edit the files in place: each one only if it is still\n"
     "                       what was read, through a temporary file and a rename;\n"
     "                       'kernelsmith-cc revert' undoes it\n"
+    "      --export-fixes FILE  also write the edits as clang-tidy's replacements\n"
+    "                       YAML (clang-apply-replacements reads it); the\n"
+    "                       dispatch header is then written at the project root\n"
     "      --store DIR      the results store (default: .kernelsmith in the\n"
     "                       project root, as for optimize)\n"
     KS_SOURCE_HELP
@@ -104,6 +107,49 @@ static const char *relative(ks_arena *a, const char *from, const char *target) {
   return r;
 }
 
+/* A YAML double-quoted scalar. */
+static void yaml_string(ks_buf *b, const char *s, size_t n) {
+  ks_buf_addc(b, '"');
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"' || ch == '\\')
+      ks_buf_addf(b, "\\%c", ch);
+    else if (ch == '\n')
+      ks_buf_adds(b, "\\n");
+    else if (ch == '\r')
+      ks_buf_adds(b, "\\r");
+    else if (ch == '\t')
+      ks_buf_adds(b, "\\t");
+    else if (ch < 0x20)
+      ks_buf_addf(b, "\\x%02x", ch);
+    else
+      ks_buf_addc(b, (char)ch);
+  }
+  ks_buf_addc(b, '"');
+}
+
+/* One file's edits as a clang-tidy diagnostic with its replacements (the
+ * --export-fixes format clang-apply-replacements reads). */
+static void fixes_add(ks_arena *a, ks_buf *y, const char *file, const ks_emit_edits *edits) {
+  (void)a;
+  ks_buf_adds(y, "  - DiagnosticName:  kernelsmith-cc-apply\n    DiagnosticMessage:\n");
+  ks_buf_adds(y, "      Message:         \"verified variants and guarded dispatch\"\n");
+  ks_buf_adds(y, "      FilePath:        ");
+  yaml_string(y, file, strlen(file));
+  ks_buf_addf(y, "\n      FileOffset:      %zu\n      Replacements:\n",
+              edits->len ? edits->items[0].offset : 0);
+  for (size_t i = 0; i < edits->len; i++) {
+    ks_buf_adds(y, "        - FilePath:        ");
+    yaml_string(y, file, strlen(file));
+    ks_buf_addf(y, "\n          Offset:          %zu\n          Length:          %zu\n"
+                   "          ReplacementText: ",
+                edits->items[i].offset, edits->items[i].length);
+    yaml_string(y, edits->items[i].text, strlen(edits->items[i].text));
+    ks_buf_addc(y, '\n');
+  }
+  ks_buf_adds(y, "    Level:           Warning\n");
+}
+
 static bool wanted(const char *const *names, size_t n, const char *kernel) {
   if (!n)
     return true;
@@ -114,11 +160,12 @@ static bool wanted(const char *const *names, size_t n, const char *kernel) {
 }
 
 static int run_apply(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_MIN = 300, OPT_WRITE, OPT_STORE };
+  enum { OPT_MIN = 300, OPT_WRITE, OPT_STORE, OPT_FIXES };
   static const struct option opts[] = {{"kernel", required_argument, NULL, 'k'},
                                        {"min-speedup", required_argument, NULL, OPT_MIN},
                                        {"write", no_argument, NULL, OPT_WRITE},
                                        {"store", required_argument, NULL, OPT_STORE},
+                                       {"export-fixes", required_argument, NULL, OPT_FIXES},
                                        {"help", no_argument, NULL, 'h'},
                                        KS_SOURCE_LONG,
                                        {NULL, 0, NULL, 0}};
@@ -129,7 +176,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   size_t nnames = 0;
   double min_speedup = 1.0;
   bool write = false;
-  const char *dir = NULL;
+  const char *dir = NULL, *fixes_path = NULL;
+  ks_buf fixes_buf = KS_BUF_INIT;
+  ks_buf *fixes = NULL;
   int c, rc = KS_EXIT_OK;
   ks_store *store = NULL;
   ks_scan scan = {0};
@@ -158,6 +207,10 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
       break;
     case OPT_STORE:
       dir = optarg;
+      break;
+    case OPT_FIXES:
+      fixes_path = optarg;
+      fixes = &fixes_buf;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_apply);
@@ -292,11 +345,14 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     const char *include = relative(&a, fdir, header);
     free(fdir);
     const char *updated = NULL;
+    ks_emit_edits edits = {0};
     if (ks_emit_file(ctx, &a, file, text.data, eks.items, eks.len, scan.launches.items,
-                     scan.launches.len, include, &updated, &notes)) {
+                     scan.launches.len, include, &updated, &notes, fixes ? &edits : NULL)) {
       ks_buf_release(&text);
       goto fail_patch;
     }
+    if (updated && fixes)
+      fixes_add(&a, fixes, file, &edits);
     if (updated) {
       need_header = need_header || strstr(updated, "kernelsmith_dispatch.h");
       const char *rel = relative(&a, root, file);
@@ -317,7 +373,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   }
   struct stat st;
   if (need_header && stat(header, &st) != 0) {
-    if (write) {
+    /* Replacements cannot create a file: with --export-fixes the header is
+     * written (a new file, nothing of the user's is touched). */
+    if (write || fixes) {
       if (ks_safe_write(ctx, header, NULL, ks_runtime_header, strlen(ks_runtime_header)) ||
           ks_applied_record(ctx, dir, header, NULL, 0, ks_runtime_header,
                             strlen(ks_runtime_header)))
@@ -325,6 +383,21 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
       ks_info(ctx, "wrote %s", relative(&a, root, header));
     } else if (ks_patch_diff(ctx, "kernelsmith_dispatch.h", NULL, 0, ks_runtime_header,
                              strlen(ks_runtime_header), 3, &patch)) {
+      goto fail_patch;
+    }
+  }
+  if (fixes) {
+    ks_buf y = KS_BUF_INIT;
+    ks_buf_adds(&y, "---\nMainSourceFile:  \"\"\nDiagnostics:\n");
+    ks_buf_add(&y, fixes->data ? fixes->data : "", fixes->len);
+    ks_buf_adds(&y, "...\n");
+    FILE *f = fopen(fixes_path, "w");
+    bool ok = f && fwrite(y.data, 1, y.len, f) == y.len;
+    if (f && fclose(f))
+      ok = false;
+    ks_buf_release(&y);
+    if (!ok) {
+      ks_fail(ctx, "%s: cannot write: %s", fixes_path, strerror(errno));
       goto fail_patch;
     }
   }
@@ -342,6 +415,7 @@ fail:
   ks_error(ctx, "%s", ctx->error);
   rc = KS_EXIT_FAILURE;
 out:
+  ks_buf_release(&fixes_buf);
   if (scanned)
     ks_scan_release(&scan);
   if (store)

@@ -51,7 +51,7 @@ if command -v patch >/dev/null; then
   (cd "$repo" && patch -p1 --dry-run <"$tmp/patch" >/dev/null)
   check "patch -p1 --dry-run" [ $? -eq 0 ]
 fi
-sites=$(grep -c "static ksrt::site ks_site" "$tmp/patch")
+sites=$(grep -c "return ks_site.take(" "$tmp/patch")
 check "launch sites dispatched ($sites)" [ "$sites" -ge 8 ]
 grep "left as written" "$tmp/apply.err" | sed 's/^/    /'
 
@@ -89,6 +89,25 @@ echo "// an edit after apply" >>"$repo/gelu/gelu.cu"
 check "revert: an edited file is left as it is (exit 1)" [ $? -eq 1 ]
 check "... and named" grep -q "gelu.cu: changed since apply wrote it" "$tmp/revert2.err"
 check "... the others are reverted" test -z "$(cd "$repo" && git status --porcelain --untracked-files=no -- . ':!gelu/gelu.cu')"
+
+# --export-fixes: clang-tidy's replacements; clang-apply-replacements (where
+# installed) makes the same files as the patch (it may order the new
+# #include among the others).
+(cd "$repo" && git checkout -q . && rm -f kernelsmith_dispatch.h)
+mkdir -p "$tmp/fixes"
+(cd "$repo" && "$bin" apply --export-fixes "$tmp/fixes/fixes.yaml" >"$tmp/fx.patch" 2>/dev/null)
+check "--export-fixes: the YAML" grep -q "ReplacementText:" "$tmp/fixes/fixes.yaml"
+# (the header, written already, is not in that patch)
+sed '/^diff --git a\/kernelsmith_dispatch.h/,$d' "$tmp/patch" >"$tmp/patch.noheader"
+check "--export-fixes: the header written" test -f "$repo/kernelsmith_dispatch.h"
+check "--export-fixes: the same patch otherwise" cmp -s "$tmp/fx.patch" "$tmp/patch.noheader"
+car=$(command -v clang-apply-replacements || command -v clang-apply-replacements-16 || true)
+if [ -n "$car" ]; then
+  "$car" "$tmp/fixes"
+  check "clang-apply-replacements applies them" [ $? -eq 0 ]
+  (cd "$repo" && git diff | grep -c "^+.*return ks_site.take(" >"$tmp/fx.sites")
+  check "... every launch site dispatched" [ "$(cat "$tmp/fx.sites")" -eq "$sites" ]
+fi
 
 # A kernel edited since the run is not applied.
 (cd "$repo" && git checkout -q . && rm -f kernelsmith_dispatch.h)
