@@ -190,7 +190,11 @@ static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *
   for (size_t i = 0; i < rows.len; i++) {
     const ks_kernel_row *r = &rows.items[i];
     char *path = ks_arena_strdup(a, ks_arena_printf(a, "%s/winners/%s.cu", store_dir, r->name));
-    if (r->file && !strcmp(r->file, src) && ks_is_file(path))
+    /* The same file, or one of the same name (the store may come from
+     * another checkout): the definition's hash decides below. */
+    const char *rb = r->file ? strrchr(r->file, '/') : NULL, *sb = strrchr(src, '/');
+    bool same = r->file && (!strcmp(r->file, src) || (rb && sb && !strcmp(rb, sb)));
+    if (same && ks_is_file(path))
       mine[nmine++] = r;
   }
   if (!nmine) {
