@@ -16,6 +16,7 @@
 #include "ks_emit.h"
 #include "ks_fs.h"
 #include "ks_hash.h"
+#include "ks_judge.h"
 #include "ks_patch.h"
 #include "ks_safe_write.h"
 #include "ks_scan.h"
@@ -23,6 +24,7 @@
 #include "ks_source_args.h"
 #include "ks_specs.h"
 #include "ks_store.h"
+#include "ks_target.h"
 #include "ks_variant_file.h"
 
 static const char usage[] =
@@ -44,6 +46,9 @@ static const char usage[] =
     "options:\n"
     "  -k, --kernel NAME    only this kernel (repeat for more)\n"
     "      --min-speedup X  only winners at least X times faster (default 1.0)\n"
+    "      --variant FILE   apply this variant of the one --kernel instead of a\n"
+    "                       stored winner, once the judge calls it FAST on this\n"
+    "                       GPU (as 'check --variant' does)\n"
     "      --write          edit the files in place: each one only if it is still\n"
     "                       what was read, through a temporary file and a rename;\n"
     "                       'kernelsmith-cc revert' undoes it\n"
@@ -63,13 +68,15 @@ const ks_command ks_cmd_apply;
 extern const char ks_runtime_header[];
 
 typedef struct winner {
-  const ks_kernel_row *row;
   const ks_kernel *k;
   ks_spec spec;
   ks_variant v;
   double speedup;
   const char *techniques;
+  const char *note;        /* the comment's first line: where the speedup
+                              was measured */
 } winner;
+typedef KS_ARRAY(winner) winners;
 
 static const char *safe_name(ks_arena *a, const char *name) {
   char *s = ks_arena_strdup(a, name);
@@ -159,13 +166,143 @@ static bool wanted(const char *const *names, size_t n, const char *kernel) {
   return false;
 }
 
+/* The winners of the newest run in the store. */
+static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_scan *scan,
+                         const char *const *names, size_t nnames, double min_speedup,
+                         winners *wins, int *arch) {
+  ks_store *store = NULL;
+  int rc = -1;
+  if (ks_store_open_readonly(ctx, dir, &store))
+    return -1;
+  ks_run_row run;
+  bool found = false;
+  if (ks_store_run_latest(ctx, store, a, &run, &found))
+    goto out;
+  if (!found) {
+    ks_fail(ctx, "%s holds no optimize run: run 'kernelsmith-cc optimize' first",
+            ks_store_path(store));
+    goto out;
+  }
+  *arch = run_arch(&run);
+  if (!*arch) {
+    ks_fail(ctx, "run %lld was not judged on a GPU (%s): there is nothing verified to apply",
+            run.id, run.device ? run.device : "no device");
+    goto out;
+  }
+  ks_kernel_rows rows = {0};
+  if (ks_store_kernels(ctx, store, run.id, a, &rows))
+    goto out;
+  for (size_t i = 0; i < rows.len; i++) {
+    const ks_kernel_row *r = &rows.items[i];
+    if (!wanted(names, nnames, r->name))
+      continue;
+    const char *path = ks_arena_printf(a, "%s/winners/%s.cu", dir, safe_name(a, r->name));
+    struct stat st;
+    if (stat(path, &st) != 0)
+      continue; /* no faster variant */
+    winner w = {0};
+    if (ks_scan_lookup(ctx, scan, r->name, &w.k)) {
+      ks_warn(ctx, "%s: not found under the paths scanned: %s", r->name, ctx->error);
+      continue;
+    }
+    if (ks_spec_find(ctx, scan, w.k, a, &w.spec) != 0) {
+      ks_warn(ctx, "%s: its spec cannot be read: %s", r->name, ctx->error);
+      continue;
+    }
+    bool is_template = false;
+    if (ks_variant_load(ctx, path, w.k->name, a, &w.v, &is_template))
+      goto out;
+    /* The kernel must be the one the run optimized. */
+    if (r->source_hash && w.k->source_hash && strcmp(w.k->source_hash, r->source_hash)) {
+      ks_warn(ctx, "%s: its definition in %s changed since run %lld optimized it; run optimize "
+                   "again", r->name, w.k->loc.file, run.id);
+      continue;
+    }
+    /* Its measured speedup: the best FAST evaluation of that technique
+     * chain. */
+    w.techniques = ks_variant_techniques(a, &w.v);
+    ks_variant_rows vars = {0};
+    if (ks_store_variants(ctx, store, r->id, a, &vars))
+      goto out;
+    for (size_t k = 0; k < vars.len; k++) {
+      const ks_variant_row *vr = &vars.items[k];
+      if (vr->evaluated && vr->verdict == KS_VERDICT_FAST && vr->techniques && w.techniques &&
+          !strcmp(vr->techniques, w.techniques) && vr->speedup > w.speedup)
+        w.speedup = vr->speedup;
+    }
+    if (w.speedup < min_speedup)
+      continue;
+    w.note = ks_arena_printf(a, "%.2fx faster than %s on %s, verified %.10s (run %lld, %s: %s)",
+                             w.speedup, w.k->name, run.device, run.started ? run.started : "",
+                             run.id, run.proposer ? run.proposer : "rules",
+                             w.techniques ? w.techniques : "");
+    *ks_array_push(a, wins) = w;
+  }
+  if (!wins->len)
+    ks_info(ctx, "nothing to apply: run %lld has no verified winner%s", run.id,
+            min_speedup > 1 ? " that fast" : "");
+  rc = 0;
+out:
+  ks_store_close(store);
+  return rc;
+}
+
+/* --variant: the user's variant of one kernel, judged now on this GPU as
+ * `check` judges it; applied only when the judge calls it FAST. */
+static int judge_variant(ks_ctx *ctx, ks_arena *a, ks_source_args *src, const ks_scan *scan,
+                         const char *name, const char *file, double min_speedup, winners *wins,
+                         int *arch) {
+  ks_target target;
+  ks_judge judge;
+  bool judge_open = false;
+  int rc = -1;
+  if (ks_target_open(ctx, &src->scan, name, a, &target))
+    return -1;
+  winner w = {0};
+  bool is_template = false;
+  ks_candidate cand;
+  if (ks_variant_load(ctx, file, target.kernel->name, a, &w.v, &is_template) ||
+      ks_target_candidate(ctx, &target, &w.v, is_template, a, &cand))
+    goto out;
+  ks_judge_options jo = {.cache_dir = ".kernelsmith/cache"};
+  if (ks_judge_open(ctx, &judge, &jo))
+    goto out;
+  judge_open = true;
+  ks_eval e;
+  if (ks_judge_prepare(ctx, &judge, &target.subject, a) ||
+      ks_judge_eval(ctx, &judge, &target.subject, &cand, a, &e))
+    goto out;
+  if (e.verdict != KS_VERDICT_FAST || e.speedup < min_speedup) {
+    ks_fail(ctx, "%s: the judge calls %s %s (%s); not applied", name, file,
+            ks_verdict_name(e.verdict), e.reason ? e.reason : "no reason");
+    goto out;
+  }
+  if (ks_scan_lookup(ctx, scan, name, &w.k) || ks_spec_find(ctx, scan, w.k, a, &w.spec) != 0)
+    goto out;
+  *arch = judge.device.cc_major * 10 + judge.device.cc_minor;
+  w.speedup = e.speedup;
+  w.techniques = ks_variant_techniques(a, &w.v);
+  w.note = ks_arena_printf(a, "%.2fx faster than %s on %s, sm_%d (95%% interval %.3f-%.3f), "
+                              "judged when applied (the variant in %s)",
+                           e.speedup, w.k->name, judge.device.name, *arch, e.speedup_low,
+                           e.speedup_high, file);
+  *ks_array_push(a, wins) = w;
+  rc = 0;
+out:
+  if (judge_open)
+    ks_judge_close(&judge);
+  ks_target_close(&target);
+  return rc;
+}
+
 static int run_apply(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_MIN = 300, OPT_WRITE, OPT_STORE, OPT_FIXES };
+  enum { OPT_MIN = 300, OPT_WRITE, OPT_STORE, OPT_FIXES, OPT_VARIANT };
   static const struct option opts[] = {{"kernel", required_argument, NULL, 'k'},
                                        {"min-speedup", required_argument, NULL, OPT_MIN},
                                        {"write", no_argument, NULL, OPT_WRITE},
                                        {"store", required_argument, NULL, OPT_STORE},
                                        {"export-fixes", required_argument, NULL, OPT_FIXES},
+                                       {"variant", required_argument, NULL, OPT_VARIANT},
                                        {"help", no_argument, NULL, 'h'},
                                        KS_SOURCE_LONG,
                                        {NULL, 0, NULL, 0}};
@@ -176,11 +313,10 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   size_t nnames = 0;
   double min_speedup = 1.0;
   bool write = false;
-  const char *dir = NULL, *fixes_path = NULL;
+  const char *dir = NULL, *fixes_path = NULL, *variant_file = NULL;
   ks_buf fixes_buf = KS_BUF_INIT;
   ks_buf *fixes = NULL;
   int c, rc = KS_EXIT_OK;
-  ks_store *store = NULL;
   ks_scan scan = {0};
   bool scanned = false;
   opterr = 0;
@@ -208,6 +344,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     case OPT_STORE:
       dir = optarg;
       break;
+    case OPT_VARIANT:
+      variant_file = optarg;
+      break;
     case OPT_FIXES:
       fixes_path = optarg;
       fixes = &fixes_buf;
@@ -224,82 +363,31 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     }
   }
   ks_source_args_paths(&src, argc, argv, optind);
-
-  /* The newest run and its winners. */
-  if (!dir)
-    dir = ks_store_default_dir(&a);
-  if (ks_store_open_readonly(ctx, dir, &store))
-    goto fail;
-  ks_run_row run;
-  bool found = false;
-  if (ks_store_run_latest(ctx, store, &a, &run, &found))
-    goto fail;
-  if (!found) {
-    ks_fail(ctx, "%s holds no optimize run: run 'kernelsmith-cc optimize' first",
-            ks_store_path(store));
-    goto fail;
-  }
-  int arch = run_arch(&run);
-  if (!arch) {
-    ks_fail(ctx, "run %lld was not judged on a GPU (%s): there is nothing verified to apply",
-            run.id, run.device ? run.device : "no device");
-    goto fail;
-  }
-  ks_kernel_rows rows = {0};
-  if (ks_store_kernels(ctx, store, run.id, &a, &rows))
-    goto fail;
-  if (ks_scan_run(ctx, &src.scan, &scan))
-    goto fail;
-  scanned = true;
-  KS_ARRAY(winner) wins = {0};
-  for (size_t i = 0; i < rows.len; i++) {
-    const ks_kernel_row *r = &rows.items[i];
-    if (!wanted(names, nnames, r->name))
-      continue;
-    const char *path = ks_arena_printf(&a, "%s/winners/%s.cu", dir, safe_name(&a, r->name));
-    struct stat st;
-    if (stat(path, &st) != 0)
-      continue; /* no faster variant */
-    winner w = {.row = r};
-    if (ks_scan_lookup(ctx, &scan, r->name, &w.k)) {
-      ks_warn(ctx, "%s: not found under the paths scanned: %s", r->name, ctx->error);
-      continue;
-    }
-    if (ks_spec_find(ctx, &scan, w.k, &a, &w.spec) != 0) {
-      ks_warn(ctx, "%s: its spec cannot be read: %s", r->name, ctx->error);
-      continue;
-    }
-    bool is_template = false;
-    if (ks_variant_load(ctx, path, w.k->name, &a, &w.v, &is_template))
-      goto fail;
-    /* The kernel must be the one the run optimized. */
-    if (r->source_hash && w.k->source_hash && strcmp(w.k->source_hash, r->source_hash)) {
-      ks_warn(ctx, "%s: its definition in %s changed since run %lld optimized it; run optimize "
-                   "again", r->name, w.k->loc.file, run.id);
-      continue;
-    }
-    /* Its measured speedup: the best FAST evaluation of that technique
-     * chain. */
-    w.techniques = ks_variant_techniques(&a, &w.v);
-    ks_variant_rows vars = {0};
-    if (ks_store_variants(ctx, store, r->id, &a, &vars))
-      goto fail;
-    for (size_t k = 0; k < vars.len; k++) {
-      const ks_variant_row *vr = &vars.items[k];
-      if (vr->evaluated && vr->verdict == KS_VERDICT_FAST && vr->techniques && w.techniques &&
-          !strcmp(vr->techniques, w.techniques) && vr->speedup > w.speedup)
-        w.speedup = vr->speedup;
-    }
-    if (w.speedup < min_speedup)
-      continue;
-    *ks_array_push(&a, &wins) = w;
-  }
-  if (!wins.len) {
-    ks_info(ctx, "nothing to apply: run %lld has no verified winner%s", run.id,
-            min_speedup > 1 ? " that fast" : "");
+  if (variant_file && nnames != 1) {
+    rc = ks_usage_error(ctx, &ks_cmd_apply, "--variant FILE needs exactly one --kernel");
     goto out;
   }
 
+  if (!dir)
+    dir = ks_store_default_dir(&a);
+  if (ks_scan_run(ctx, &src.scan, &scan))
+    goto fail;
+  scanned = true;
+  winners wins = {0};
+  int arch = 0;
+  if (variant_file ? judge_variant(ctx, &a, &src, &scan, names[0], variant_file, min_speedup,
+                                   &wins, &arch)
+                   : store_winners(ctx, &a, dir, &scan, names, nnames, min_speedup, &wins, &arch))
+    goto fail;
+  if (!wins.len)
+    goto out;
+
+  /* apply --write keeps its record in the store directory (applied.h),
+   * which a --variant apply may be the first to need. */
+  if (write && mkdir(dir, 0777) && errno != EEXIST) {
+    ks_fail(ctx, "cannot create %s: %s", dir, strerror(errno));
+    goto fail;
+  }
   /* The runtime header at the project root (the store's parent). */
   char *store_abs = ks_realpath(dir);
   char *root = ks_path_dirname(store_abs ? store_abs : dir);
@@ -325,10 +413,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
       if (strcmp(w->k->loc.file, file))
         continue;
       const char *comment = ks_arena_printf(
-          &a, "// kernelsmith-cc: %.2fx faster than %s on %s, verified %.10s (run %lld, %s: %s).\n"
+          &a, "// kernelsmith-cc: %s.\n"
               "// Launches use it only where its guards hold; KERNELSMITH_DISABLE=%s turns it off.",
-          w->speedup, w->k->name, run.device, run.started ? run.started : "", run.id,
-          run.proposer ? run.proposer : "rules", w->techniques ? w->techniques : "", w->k->name);
+          w->note, w->k->name);
       *ks_array_push(&a, &eks) = (ks_emit_kernel){
           .k = w->k, .spec = &w->spec, .v = &w->v,
           .variant_name = ks_arena_printf(&a, "%s_ks", w->k->name), .comment = comment,
@@ -418,8 +505,6 @@ out:
   ks_buf_release(&fixes_buf);
   if (scanned)
     ks_scan_release(&scan);
-  if (store)
-    ks_store_close(store);
   ks_source_args_release(&src);
   ks_arena_release(&a);
   return rc;

@@ -58,5 +58,16 @@ if [ $rc -eq 1 ] && [[ "$text" == *"'reference fp64' cannot be honoured"*"'__hal
 else
   bad "fp64/half_kernel.cu" "exit $rc: $text"
 fi
+# apply --variant judges the variant first and applies only a FAST one: the
+# half-precision variant is WRONG, so nothing is written.
+mkdir -p "$tmp/proj" && cp "$fixtures/fp64/gelu_ref.cu" "$tmp/proj/"
+text=$(cd "$tmp/proj" && "$bin" -q apply -k gelu_forward_kernel --variant "$fixtures/fp64/half_precision.cu"        --write . 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && [[ "$text" == *"the judge calls"*"WRONG"*"not applied"* ]] &&
+   cmp -s "$tmp/proj/gelu_ref.cu" "$fixtures/fp64/gelu_ref.cu"; then
+  ok "apply --variant (WRONG)" "refused, file untouched"
+else
+  bad "apply --variant (WRONG)" "exit $rc: $text"
+fi
 echo "judge_fake_gpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
