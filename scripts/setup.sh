@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-release}
-packages=(build-essential cmake pkg-config git python3
+packages=(build-essential cmake pkg-config git python3 patch ccache
           libclang-16-dev libcjson-dev libpcre2-dev libcurl4-openssl-dev
           libsqlite3-dev libcmocka-dev libssl-dev)
 

@@ -84,6 +84,16 @@ cp "$tmp/saxpy.orig" "$repo/saxpy/saxpy.cu"
 "$bin" stats --store "$repo/.kernelsmith" >"$tmp/stats"
 check "stats: rewritten, passed, fell back" grep -q "rewritten [1-9][0-9]*, passed through [1-9][0-9]*, fell back [1-9]" "$tmp/stats"
 
+# Chained with ccache (CMake's "kernelsmith-cc;ccache"): the launcher runs
+# ccache on the rewritten copy.
+if command -v ccache >/dev/null; then
+  CCACHE_DIR=$tmp/ccache cc ccache "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/cc.o"
+  check "through ccache: compiled" [ $? -eq 0 ]
+  check "... the rewritten copy" grep -q "saxpy_kernel_ks" "$tmp/b/cc.o.ks.cu"
+  CCACHE_DIR=$tmp/ccache cc ccache "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/cc2.o"
+  check "... and again (a cache hit is fine)" [ -f "$tmp/b/cc2.o" ]
+fi
+
 # CMake with the launcher.
 if command -v cmake >/dev/null; then
   cat >"$repo/CMakeLists.txt" <<'CM'
