@@ -6,6 +6,7 @@
  * file, fsync, rename: support/ks_safe_write.h). */
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -449,7 +450,12 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
           ks_buf_release(&text);
           goto fail_patch;
         }
-        ks_info(ctx, "wrote %s", rel);
+        unsigned nsites = 0;
+        for (const char *q = strstr(updated, "return ks_site.take("); q;
+             q = strstr(q + 1, "return ks_site.take("))
+          nsites++;
+        printf("patched %s: %zu variant%s, %u launch site%s dispatched\n", rel, eks.len,
+               eks.len == 1 ? "" : "s", nsites, nsites == 1 ? "" : "s");
       } else if (ks_patch_diff(ctx, rel, text.data, text.len, updated, strlen(updated), 3,
                                &patch)) {
         ks_buf_release(&text);
@@ -467,7 +473,7 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
           ks_applied_record(ctx, dir, header, NULL, 0, ks_runtime_header,
                             strlen(ks_runtime_header)))
         goto fail_patch;
-      ks_info(ctx, "wrote %s", relative(&a, root, header));
+      printf("added %s\n", relative(&a, root, header));
     } else if (ks_patch_diff(ctx, "kernelsmith_dispatch.h", NULL, 0, ks_runtime_header,
                              strlen(ks_runtime_header), 3, &patch)) {
       goto fail_patch;
