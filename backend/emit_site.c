@@ -259,6 +259,59 @@ int ks_emit_expr(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ks_k
   return expr(&c, text, out);
 }
 
+/* The launch's outputs for shadow mode (KERNELSMITH_VERIFY=1): each out or
+ * inout buffer of the spec as {pointer, bytes, kind, atol, rtol}; NULL when
+ * one cannot be written at this site (its length needs a size variable no
+ * argument carries): the site then has no shadow mode. */
+static const char *shadow_outputs(site_ctx *c, const char *stream) {
+  (void)stream;
+  if (!c->spec)
+    return NULL;
+  ks_buf b = KS_BUF_INIT;
+  const char *r = NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < c->spec->buffers.len; i++) {
+    const ks_spec_buffer *sb = &c->spec->buffers.items[i];
+    if (sb->role == KS_ROLE_IN)
+      continue;
+    int p = param_index(c->k, sb->param, strlen(sb->param));
+    const char *arg = p >= 0 ? arg_of(c, p) : NULL;
+    if (!arg)
+      goto out;
+    ks_buf len = KS_BUF_INIT;
+    ks_ctx scratch;
+    ks_ctx_init(&scratch, "emit");
+    ks_ctx *saved = c->ctx;
+    c->ctx = &scratch;
+    int rc = buffer_length(c, sb->param, strlen(sb->param), &len);
+    c->ctx = saved;
+    ks_ctx_release(&scratch);
+    if (rc) {
+      ks_buf_release(&len);
+      goto out;
+    }
+    ks_dtype t = sb->dtype;
+    if (t == KS_DT_NONE && !ks_dtype_from_c(c->k->params.items[p].pointee
+                                                ? c->k->params.items[p].pointee : "", &t))
+      t = KS_DT_NONE;
+    double atol = sb->atol, rtol = sb->rtol, da = 0, dr = 0;
+    if (t != KS_DT_NONE)
+      ks_dtype_tolerance(t, &da, &dr);
+    if (atol < 0)
+      atol = c->spec->atol >= 0 ? c->spec->atol : da;
+    if (rtol < 0)
+      rtol = c->spec->rtol >= 0 ? c->spec->rtol : dr;
+    const char *kind = t == KS_DT_F32 ? "F32" : t == KS_DT_F64 ? "F64" : "BYTES";
+    ks_buf_addf(&b, "%s{(void *)(%s), (%s) * sizeof(*(%s)), ksrt::output::%s, %.9g, %.9g}",
+                n++ ? ", " : "", arg, len.data, arg, kind, atol, rtol);
+    ks_buf_release(&len);
+  }
+  r = n ? ks_arena_strdup(c->arena, b.data) : NULL;
+out:
+  ks_buf_release(&b);
+  return r;
+}
+
 static const char *c_string(ks_arena *a, const char *s) {
   ks_buf b = KS_BUF_INIT;
   ks_buf_addc(&b, '"');
@@ -301,7 +354,7 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
       rc = ks_fail(ctx, "guard '%s': %s", v->requires.items[i], ctx->error);
       goto done;
     }
-    ks_buf_addf(&guards, "%s%s", guards.len ? " &&\n                       " : "",
+    ks_buf_addf(&guards, "%s%s", guards.len ? " &&\n                     " : "",
                 paren(arena, g));
   }
   for (size_t i = 0; i < c.nused; i++)
@@ -327,16 +380,32 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
                                          site->grid, site->block, site->smem ? ", " : "",
                                          site->smem ? site->smem : "", site->stream ? ", " : "",
                                          site->stream ? site->stream : "", args.data);
+  const char *variant = ks_arena_printf(arena, "%s<<<%s, %s, %s, %s>>>(%s)", callee, grid, block,
+                                        smem, stream, args.data);
+  const char *outputs = shadow_outputs(&c, stream);
+  const char *verify =
+      outputs ? ks_arena_printf(arena,
+                                "   } else if (ksrt::verify_on()) {\n"
+                                "     ksrt::shadow ks_shadow(ks_site, {%s}, %s);\n"
+                                "     %s;\n"
+                                "     ks_shadow.between();\n"
+                                "     %s;\n"
+                                "     ks_shadow.finish();\n",
+                                outputs, stream, variant, original)
+              : "";
   *out = ks_arena_printf(
       arena,
-      "([&] {\n"
+      "[&] {\n"
       "   static ksrt::site ks_site(%s, %s, {%s});\n"
-      "   return ks_site.take(%s);\n"
-      " }()\n"
-      "     ? (void)%s<<<%s, %s, %s, %s>>>(%s)\n"
-      "     : (void)%s)",
+      "   if (!ks_site.take(%s)) {\n"
+      "     %s;\n"
+      "%s"
+      "   } else {\n"
+      "     %s;\n"
+      "   }\n"
+      " }()",
       c_string(arena, k->name), c_string(arena, ev->where ? ev->where : ""), archs.data,
-      guards.len ? guards.data : "true", callee, grid, block, smem, stream, args.data, original);
+      guards.len ? guards.data : "true", original, verify, variant);
   ks_buf_release(&archs);
   ks_buf_release(&args);
 done:

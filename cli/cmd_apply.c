@@ -451,8 +451,8 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
           goto fail_patch;
         }
         unsigned nsites = 0;
-        for (const char *q = strstr(updated, "return ks_site.take("); q;
-             q = strstr(q + 1, "return ks_site.take("))
+        for (const char *q = strstr(updated, "if (!ks_site.take("); q;
+             q = strstr(q + 1, "if (!ks_site.take("))
           nsites++;
         printf("patched %s: %zu variant%s, %u launch site%s dispatched\n", rel, eks.len,
                eks.len == 1 ? "" : "s", nsites, nsites == 1 ? "" : "s");
@@ -473,7 +473,8 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
           ks_applied_record(ctx, dir, header, NULL, 0, ks_runtime_header,
                             strlen(ks_runtime_header)))
         goto fail_patch;
-      printf("added %s\n", relative(&a, root, header));
+      /* On stdout only when no patch goes there. */
+      fprintf(write ? stdout : stderr, "added %s\n", relative(&a, root, header));
     } else if (ks_patch_diff(ctx, "kernelsmith_dispatch.h", NULL, 0, ks_runtime_header,
                              strlen(ks_runtime_header), 3, &patch)) {
       goto fail_patch;

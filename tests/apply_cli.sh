@@ -51,7 +51,7 @@ if command -v patch >/dev/null; then
   (cd "$repo" && patch -p1 --dry-run <"$tmp/patch" >/dev/null)
   check "patch -p1 --dry-run" [ $? -eq 0 ]
 fi
-sites=$(grep -c "return ks_site.take(" "$tmp/patch")
+sites=$(grep -c "if (!ks_site.take(" "$tmp/patch")
 check "launch sites dispatched ($sites)" [ "$sites" -ge 8 ]
 grep "left as written" "$tmp/apply.err" | sed 's/^/    /'
 
@@ -105,7 +105,7 @@ car=$(command -v clang-apply-replacements || command -v clang-apply-replacements
 if [ -n "$car" ]; then
   "$car" "$tmp/fixes"
   check "clang-apply-replacements applies them" [ $? -eq 0 ]
-  (cd "$repo" && git diff | grep -c "^+.*return ks_site.take(" >"$tmp/fx.sites")
+  (cd "$repo" && git diff | grep -c "^+.*if (!ks_site.take(" >"$tmp/fx.sites")
   check "... every launch site dispatched" [ "$(cat "$tmp/fx.sites")" -eq "$sites" ]
 fi
 

@@ -25,7 +25,8 @@ static ks_spec spec;
 static ks_launch site;
 
 static void add_param(ks_kernel *k, const char *name, const char *type, ks_param_kind kind) {
-  *ks_array_push(&arena, &k->params) = (ks_param){.name = name, .type = type, .kind = kind};
+  *ks_array_push(&arena, &k->params) = (ks_param){.name = name, .type = type, .kind = kind,
+                                                  .pointee = kind == KS_PARAM_POINTER ? "float" : NULL};
 }
 
 static int setup(void **state) {
@@ -39,7 +40,8 @@ static int setup(void **state) {
   /* the spec calls the length n and binds the parameter count to it */
   spec = (ks_spec){.kernel = "saxpy_kernel"};
   *ks_array_push(&arena, &spec.buffers) = (ks_spec_buffer){.param = "x", .length = "n"};
-  *ks_array_push(&arena, &spec.buffers) = (ks_spec_buffer){.param = "y", .length = "n"};
+  *ks_array_push(&arena, &spec.buffers) =
+      (ks_spec_buffer){.param = "y", .length = "n", .role = KS_ROLE_INOUT, .atol = -1, .rtol = -1};
   *ks_array_push(&arena, &spec.scalars) = (ks_binding){.name = "count", .value = "n"};
   site = (ks_launch){.kind = KS_LAUNCH_CHEVRON, .callee = "saxpy_kernel",
                      .grid = "(len + 255) / 256", .block = "256"};
@@ -132,8 +134,15 @@ static void compiles_with_nvcc(void **state) {
                      &saxpy, &spec, &ev, &out))
     fail_msg("%s", ctx.error);
   assert_non_null(strstr(out, "static ksrt::site ks_site(\"saxpy_kernel\", \"saxpy.cu:40\", {90});"));
-  assert_non_null(strstr(out, "(void)saxpy_kernel_ks<<<ksrt::ceil_div(dim3((len + 255) / 256).x, 4), 256, 0, 0>>>(d_x, d_y, 2.0f, len)"));
-  assert_non_null(strstr(out, ": (void)saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len))"));
+  assert_non_null(strstr(out, "     saxpy_kernel_ks<<<ksrt::ceil_div(dim3((len + 255) / 256).x, 4), 256, 0, 0>>>(d_x, d_y, 2.0f, len);"));
+  assert_non_null(strstr(out, "if (!ks_site.take("));
+  assert_non_null(strstr(out, "     saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len);"));
+  /* shadow mode: y, the output, with the spec's length n, carried by the
+   * argument of count */
+  assert_non_null(strstr(out, "} else if (ksrt::verify_on()) {"));
+  assert_non_null(strstr(out, "ksrt::shadow ks_shadow(ks_site, {{(void *)(d_y), (((len))) * sizeof(*(d_y)), "
+                              "ksrt::output::F32,"));
+  assert_non_null(strstr(out, "ks_shadow.between();"));
 
   const char *nvcc = "/usr/local/cuda/bin/nvcc";
   if (access(nvcc, X_OK) != 0) {
