@@ -12,6 +12,7 @@
 
 #include "ks_buf.h"
 #include "ks_fs.h"
+#include "ks_hash.h"
 
 static double now_s(void) {
   struct timespec t;
@@ -206,6 +207,28 @@ int ks_judge_precompile(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_
   for (size_t i = 0; i < n; i++)
     variant_unit(a, s, &c[i], &units[i]);
   return ks_compile(ctx, &j->compiler, units, n, a, r);
+}
+
+int ks_judge_digest(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_candidate *c,
+                    ks_arena *a, char out[65]) {
+  ks_compile_unit unit;
+  variant_unit(a, s, c, &unit);
+  ks_compile_result cr;
+  if (ks_compile(ctx, &j->compiler, &unit, 1, a, &cr))
+    return -1;
+  if (cr.status != KS_COMPILE_OK)
+    return ks_fail(ctx, "does not compile");
+  ks_buf b = KS_BUF_INIT;
+  ks_buf_add(&b, cr.cubin, cr.cubin_size);
+  ks_buf_addf(&b, "\n%s\n", cr.lowered[0]);
+  for (size_t i = 0; i < s->nworkloads; i++) {
+    const ks_launch_cfg *l = &c->launches[i];
+    ks_buf_addf(&b, "%u %u %u %u %u %u %llu %d\n", l->grid[0], l->grid[1], l->grid[2],
+                l->block[0], l->block[1], l->block[2], l->smem, c->guards_hold[i]);
+  }
+  ks_sha256_hex(b.data, b.len, out);
+  ks_buf_release(&b);
+  return 0;
 }
 
 static size_t timed_index(const ks_subject *s) {

@@ -165,6 +165,13 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
  * ks_judge_eval to report. */
 int ks_judge_precompile(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_candidate *c,
                         size_t n, ks_arena *arena);
+/* What decides a candidate's behaviour: the SHA-256 (hex) of its machine
+ * code (compiled, or found in the cubin cache), its launch on every size
+ * set and whether its guards hold there. Two candidates with the same
+ * digest run the same instructions the same way: a search judges only the
+ * first. Fails (no digest) when the candidate does not compile. */
+int ks_judge_digest(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_candidate *c,
+                    ks_arena *arena, char out[65]);
 /* The unit a variant is compiled as: the slice, then the variant's source
  * after a #line naming its file. Rules parse exactly this text. */
 const char *ks_judge_variant_unit(ks_arena *arena, const char *slice_source, const ks_variant *v);

@@ -27,6 +27,8 @@ typedef struct ks_outcome {
   const char *verdict;     /* the winner's confirmed verdict, or "-" */
   const char *winner_file; /* where the winner was written, or NULL */
   unsigned evaluated, correct, wrong, refused, duplicates, rounds;
+  unsigned same_code;      /* of `evaluated`: verdicts reused for machine code
+                              judged before, not run on the GPU again */
   double seconds;
   long long variant_id;
   bool budget_hit;         /* stopped by --max-seconds: --resume gives it

@@ -157,6 +157,7 @@ int ks_outcomes_json(ks_ctx *ctx, FILE *out, const ks_outcomes *o, long long run
     cJSON_AddNumberToObject(j, "wrong", k->wrong);
     cJSON_AddNumberToObject(j, "refused", k->refused);
     cJSON_AddNumberToObject(j, "duplicates", k->duplicates);
+    cJSON_AddNumberToObject(j, "same_code", k->same_code);
     cJSON_AddNumberToObject(j, "rounds", k->rounds);
     if (k->stopped_by)
       cJSON_AddStringToObject(j, "stopped_by", k->stopped_by);

@@ -190,6 +190,8 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double sec
   int rc = ks_search_run(&s, a, &r);
   ks_progress_end(progress);
   ks_rules_proposer_release(&rp);
+  o->same_code = je.reused;
+  ks_judge_evaluator_release(&je);
   if (rc)
     return -1;
   o->baseline_ms = r.baseline_ms;

@@ -42,6 +42,35 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
   /* A recheck draws fresh inputs: another base seed. */
   /* A recheck (of the search's winner) is the full protocol: a longer
    * timing loop than the search's quick one. */
+  /* Machine code judged before: its verdict again, not a second run. */
+  char digest[65];
+  bool have_digest = false;
+  if (!recheck) {
+    ks_ctx scratch;
+    ks_ctx_init(&scratch, "search");
+    scratch.verbosity = KS_LOG_ERROR;
+    have_digest = !ks_judge_digest(&scratch, je->judge, &je->target->subject, &c, arena, digest);
+    ks_ctx_release(&scratch);
+  }
+  for (size_t i = 0; have_digest && i < je->judged.len; i++) {
+    const ks_judged_code *j = &je->judged.items[i];
+    if (strcmp(j->digest, digest))
+      continue;
+    memset(out, 0, sizeof *out);
+    out->verdict = j->verdict;
+    out->speedup = j->speedup;
+    out->speedup_low = j->speedup_low;
+    out->speedup_high = j->speedup_high;
+    out->base_median_ms = j->base_ms;
+    out->cand_median_ms = j->cand_ms;
+    out->cand_bw_fraction = j->bw_fraction;
+    out->cand_registers = j->registers;
+    out->reason = ks_arena_printf(arena, "the same machine code and launch as variant %lld "
+                                         "(%s, %.3fx): not run again",
+                                  j->node, ks_verdict_name(j->verdict), j->speedup);
+    je->reused++;
+    return 0;
+  }
   unsigned long long seed = je->judge->opts.seed;
   double cap = je->judge->opts.timing.max_seconds;
   bool screen = je->judge->opts.screen;
@@ -55,7 +84,20 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
   je->judge->opts.seed = seed;
   je->judge->opts.timing.max_seconds = cap;
   je->judge->opts.screen = screen;
+  if (!rc && have_digest)
+    *ks_array_push(&je->arena, &je->judged) = (ks_judged_code){
+        .verdict = out->verdict, .speedup = out->speedup, .speedup_low = out->speedup_low,
+        .speedup_high = out->speedup_high, .base_ms = out->base_median_ms,
+        .cand_ms = out->cand_median_ms, .bw_fraction = out->cand_bw_fraction,
+        .registers = out->cand_registers, .node = node->id};
+  if (!rc && have_digest)
+    memcpy(je->judged.items[je->judged.len - 1].digest, digest, sizeof digest);
   return rc;
+}
+
+void ks_judge_evaluator_release(ks_judge_evaluator *self) {
+  ks_arena_release(&self->arena);
+  memset(&self->judged, 0, sizeof self->judged);
 }
 
 ks_evaluator ks_judge_evaluator_make(ks_judge_evaluator *self) {

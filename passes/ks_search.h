@@ -183,11 +183,26 @@ const char *ks_variant_hash(ks_arena *arena, const ks_variant *v);
 /* The GPU judge as an evaluator: each node's policy and guards resolved
  * for the target's size sets (a policy that cannot be evaluated is the
  * variant's failure, INAPPLICABLE), then ks_judge_eval. */
+/* A candidate whose machine code and launch equal an earlier one's (the
+ * rewrites differ only in text, or in hints the compiler ignored) gets that
+ * one's verdict instead of being run again. */
+typedef struct ks_judged_code {
+  char digest[65];
+  ks_verdict verdict;
+  double speedup, speedup_low, speedup_high, base_ms, cand_ms, bw_fraction;
+  int registers;
+  long long node;
+} ks_judged_code;
+
 typedef struct ks_judge_evaluator {
   ks_judge *judge;
   ks_target *target;
+  ks_arena arena;                  /* owns `judged`: ks_judge_evaluator_release */
+  KS_ARRAY(ks_judged_code) judged;
+  unsigned reused;                 /* verdicts reused so far */
 } ks_judge_evaluator;
 ks_evaluator ks_judge_evaluator_make(ks_judge_evaluator *self);
+void ks_judge_evaluator_release(ks_judge_evaluator *self);
 
 /* The rules proposer: draws (rule, parameter) pairs at random and applies
  * them to the parent until it has enough children. `tuning_only` keeps to

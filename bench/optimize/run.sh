@@ -82,7 +82,8 @@ for k in rules["kernels"]:
     s, ts = k["speedup"], t.get("speedup", 1.0)
     logs.append(math.log(s)); tlogs.append(math.log(ts))
     if s < 1: slower.append(k["kernel"])
-    evals += k["evaluated"]; secs += k["seconds"]
+    # Only evaluations that ran on the GPU count (same_code ones reused a verdict).
+    evals += k["evaluated"] - k.get("same_code", 0); secs += k["seconds"]
     bw = k.get("bandwidth_fraction", 0)
     rows.append((k["kernel"], f"{k['baseline_ms']:.4f}", f"{k['best_ms']:.4f}", f"{s:.2f}x",
                  f"{ts:.2f}x", f"{100*bw:.0f}%" + (" mb" if k["kernel"] in memory_bound else ""),
