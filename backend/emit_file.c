@@ -259,6 +259,14 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
         ek = &kernels[i];
     if (!ek)
       continue;
+    /* A launch in another file cannot see the variant, which is defined
+     * beside the original, in this one. */
+    if (!l->loc.file || strcmp(l->loc.file, path)) {
+      *ks_array_push(arena, notes) = ks_arena_printf(
+          arena, "%s:%u: %s: launched from another file than its definition (%s); left as written",
+          l->loc.file ? l->loc.file : "?", l->loc.line, ek->k->name, path);
+      continue;
+    }
     size_t b = l->extent.begin.offset, en = l->extent.end.offset;
     if (en > len || b >= en) {
       *ks_array_push(arena, notes) =

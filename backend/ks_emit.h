@@ -67,7 +67,9 @@ typedef struct ks_emit_kernel {
 
 /* A file's new text: each kernel's variant inserted after the original's
  * definition (under `comment`), each launch site in `sites` that launches
- * one of them replaced by the dispatch, and `#include "<include>"` added
+ * one of them from this file (`path`, as the scan names files) replaced by
+ * the dispatch (a launch from another file cannot see the variant: it gets
+ * a note), and `#include "<include>"` added
  * after the file's last top-of-file #include (or at its start) when some
  * site was replaced. A site that cannot be dispatched stays as written and
  * gets a line in `notes` ("file:line: kernel: why"); a kernel whose variant
