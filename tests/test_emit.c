@@ -183,11 +183,69 @@ static void compiles_with_nvcc(void **state) {
   assert_int_equal(rc, 0);
 }
 
+/* A file's plan: the variant after the definition, a launch in this file
+ * dispatched, a launch that the scan places in another file left alone
+ * with a note, the include added once, the text between edits kept. */
+static void file_plan(void **state) {
+  (void)state;
+  const char *text = "#include <cstdio>\n"
+                     "__global__ void saxpy_kernel(const float *x, float *y, float a, int count) {}\n"
+                     "void run(const float *d_x, float *d_y, int len) {\n"
+                     "  saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len);\n"
+                     "}\n";
+  ks_kernel k = saxpy;
+  k.usr = "c:@F@saxpy_kernel";
+  const char *def_end = strstr(text, "{}") + 2;
+  k.extent.end.offset = (unsigned)(def_end - text);
+  ks_variant v = {.source = "__global__ void saxpy_kernel_ks_variant(const float *x, float *y, "
+                            "float a, int count) {}\n",
+                  .kernel_name = "saxpy_kernel_ks_variant"};
+  int archs[] = {90};
+  ks_emit_kernel ek = {.k = &k, .spec = &spec, .v = &v, .variant_name = "saxpy_kernel_ks",
+                       .comment = "// a comment", .archs = archs, .narchs = 1};
+  ks_launch sites[2] = {site, site};
+  const char *launch = strstr(text, "saxpy_kernel<<<");
+  for (int i = 0; i < 2; i++) {
+    sites[i].kernel_usr = k.usr;
+    sites[i].extent.begin.offset = (unsigned)(launch - text);
+    sites[i].extent.end.offset = (unsigned)(strstr(launch, ";") - text);
+    sites[i].loc.line = 4;
+  }
+  sites[0].loc.file = "/p/a.cu";
+  sites[1].loc.file = "/p/b.cu";
+  ks_strings notes = {0};
+  const char *out = NULL;
+  assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, &sites[1], 1,
+                                "kernelsmith_dispatch.h", &out, &notes, NULL), 0);
+  /* only the other file's launch: the variant is still added, the launch not */
+  assert_non_null(out);
+  assert_non_null(strstr(out, "saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len);"));
+  assert_null(strstr(out, "ks_site"));
+  assert_int_equal(notes.len, 1);
+  assert_non_null(strstr(notes.items[0], "launched from another file"));
+  notes.len = 0;
+  ks_emit_edits edits = {0};
+  assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, sites, 1,
+                                "kernelsmith_dispatch.h", &out, &notes, &edits), 0);
+  assert_non_null(strstr(out, "#include <cstdio>\n#include \"kernelsmith_dispatch.h\"\n"));
+  assert_non_null(strstr(out, "{}\n\n// a comment\n__global__ void saxpy_kernel_ks(const float *x"));
+  assert_non_null(strstr(out, "static ksrt::site ks_site(\"saxpy_kernel\", \"a.cu:4\", {90});"));
+  assert_int_equal(edits.len, 3);
+  /* applying twice changes nothing */
+  const char *again = NULL;
+  notes.len = 0;
+  assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", out, &ek, 1, NULL, 0,
+                                "kernelsmith_dispatch.h", &again, &notes, NULL), 0);
+  assert_null(again);
+  assert_non_null(strstr(notes.items[0], "already in the file"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(expressions),
       cmocka_unit_test(refusals),
       cmocka_unit_test(compiles_with_nvcc),
+      cmocka_unit_test(file_plan),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
