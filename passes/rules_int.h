@@ -9,7 +9,8 @@
 extern const ks_rule ks_rule_block;
 extern const ks_rule ks_rule_grid_stride;
 extern const ks_rule ks_rule_launch_bounds;
-/* rules_memory.c */
+/* rules_vectorize.c, rules_restrict.c, rules_coarsen.c (the shape they
+ * share: rules_shape.c) */
 extern const ks_rule ks_rule_vectorize;
 extern const ks_rule ks_rule_restrict;
 extern const ks_rule ks_rule_coarsen;

@@ -130,7 +130,7 @@ int ks_rt_finish(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena, const ks
 int ks_rt_not_applicable(ks_arena *arena, ks_rule_result *out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Shared by the rules of rules_memory.c, rules_loop.c and the others. */
+/* Shared by the rules of rules_vectorize.c, rules_loop.c and the others. */
 bool ks_rt_find_definition(const char *text, const char *end, const char *name, const char **body,
                            const char **body_end, const char *skip_from, const char *skip_to);
 bool ks_rt_has_identifier(const char *text, const char *name);
