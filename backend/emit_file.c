@@ -195,20 +195,6 @@ int ks_emit_file_lines(ks_ctx *ctx, ks_arena *arena, const char *path, const cha
               notes, NULL);
 }
 
-static const char *c_quoted(ks_arena *a, const char *s) {
-  ks_buf b = KS_BUF_INIT;
-  ks_buf_addc(&b, '"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      ks_buf_addc(&b, '\\');
-    ks_buf_addc(&b, *s);
-  }
-  ks_buf_addc(&b, '"');
-  const char *r = ks_arena_strdup(a, b.data);
-  ks_buf_release(&b);
-  return r;
-}
-
 static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                 const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
                 size_t nsites, const char *include, const char *line_file, const char **out,
@@ -246,7 +232,7 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
     const char *block =
         line_file ? ks_arena_printf(arena, "\n#line 1 \"%s (kernelsmith-cc variant)\"\n%.*s\n#line %u %s\n",
                                     ek->variant_name, (int)sl, src, line_at(text, end),
-                                    c_quoted(arena, line_file))
+                                    ks_emit_c_string(arena, line_file))
                   : ks_arena_printf(arena, "\n\n%s%s%.*s", ek->comment ? ek->comment : "",
                                     ek->comment ? "\n" : "", (int)sl, src);
     *ks_array_push(arena, &e) = (edit){end, end, with_eol(arena, block, eol)};
@@ -294,7 +280,7 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
     size_t at = include_at(text);
     const char *inc =
         line_file ? ks_arena_printf(arena, "#include \"%s\"\n#line %u %s\n", include,
-                                    line_at(text, at), c_quoted(arena, line_file))
+                                    line_at(text, at), ks_emit_c_string(arena, line_file))
                   : ks_arena_printf(arena, "#include \"%s\"\n", include);
     *ks_array_push(arena, &e) = (edit){at, at, with_eol(arena, inc, eol)};
   }

@@ -263,8 +263,7 @@ int ks_emit_expr(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ks_k
  * inout buffer of the spec as {pointer, bytes, kind, atol, rtol}; NULL when
  * one cannot be written at this site (its length needs a size variable no
  * argument carries): the site then has no shadow mode. */
-static const char *shadow_outputs(site_ctx *c, const char *stream) {
-  (void)stream;
+static const char *shadow_outputs(site_ctx *c) {
   if (!c->spec)
     return NULL;
   ks_buf b = KS_BUF_INIT;
@@ -312,7 +311,7 @@ out:
   return r;
 }
 
-static const char *c_string(ks_arena *a, const char *s) {
+const char *ks_emit_c_string(ks_arena *a, const char *s) {
   ks_buf b = KS_BUF_INIT;
   ks_buf_addc(&b, '"');
   for (; *s; s++) {
@@ -382,7 +381,7 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
                                          site->stream ? site->stream : "", args.data);
   const char *variant = ks_arena_printf(arena, "%s<<<%s, %s, %s, %s>>>(%s)", callee, grid, block,
                                         smem, stream, args.data);
-  const char *outputs = shadow_outputs(&c, stream);
+  const char *outputs = shadow_outputs(&c);
   const char *verify =
       outputs ? ks_arena_printf(arena,
                                 "   } else if (ksrt::verify_on()) {\n"
@@ -404,7 +403,7 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
       "     %s;\n"
       "   }\n"
       " }()",
-      c_string(arena, k->name), c_string(arena, ev->where ? ev->where : ""), archs.data,
+      ks_emit_c_string(arena, k->name), ks_emit_c_string(arena, ev->where ? ev->where : ""), archs.data,
       guards.len ? guards.data : "true", original, verify, variant);
   ks_buf_release(&archs);
   ks_buf_release(&args);

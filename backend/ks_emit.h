@@ -98,6 +98,9 @@ int ks_emit_file_lines(ks_ctx *ctx, ks_arena *arena, const char *path, const cha
                        size_t nsites, const char *include, const char *line_file,
                        const char **out, ks_strings *notes);
 
+/* `s` as a C string literal (quotes and backslashes escaped). */
+const char *ks_emit_c_string(ks_arena *arena, const char *s);
+
 /* A guard or launch-policy expression in C++ for this site (exposed for
  * tests). */
 int ks_emit_expr(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ks_kernel *k,

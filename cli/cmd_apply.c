@@ -27,6 +27,7 @@
 #include "ks_store.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
+#include "optimize_run.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc apply [options] [PATH...]\n"
@@ -79,15 +80,6 @@ typedef struct winner {
 } winner;
 typedef KS_ARRAY(winner) winners;
 
-static const char *safe_name(ks_arena *a, const char *name) {
-  char *s = ks_arena_strdup(a, name);
-  for (char *p = s; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '_' || *p == '-' || *p == '.'))
-      *p = '_';
-  return s;
-}
-
 /* "sm_90" in the run's device text ("NVIDIA H200, sm_90, driver ...") as 90. */
 static int run_arch(const ks_run_row *r) {
   const char *sm = r->device ? strstr(r->device, "sm_") : NULL;
@@ -138,8 +130,7 @@ static void yaml_string(ks_buf *b, const char *s, size_t n) {
 
 /* One file's edits as a clang-tidy diagnostic with its replacements (the
  * --export-fixes format clang-apply-replacements reads). */
-static void fixes_add(ks_arena *a, ks_buf *y, const char *file, const ks_emit_edits *edits) {
-  (void)a;
+static void fixes_add(ks_buf *y, const char *file, const ks_emit_edits *edits) {
   ks_buf_adds(y, "  - DiagnosticName:  kernelsmith-cc-apply\n    DiagnosticMessage:\n");
   ks_buf_adds(y, "      Message:         \"verified variants and guarded dispatch\"\n");
   ks_buf_adds(y, "      FilePath:        ");
@@ -197,7 +188,7 @@ static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_sca
     const ks_kernel_row *r = &rows.items[i];
     if (!wanted(names, nnames, r->name))
       continue;
-    const char *path = ks_arena_printf(a, "%s/winners/%s.cu", dir, safe_name(a, r->name));
+    const char *path = ks_winner_path(a, dir, r->name);
     struct stat st;
     if (stat(path, &st) != 0)
       continue; /* no faster variant */
@@ -440,7 +431,7 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
       goto fail_patch;
     }
     if (updated && fixes)
-      fixes_add(&a, fixes, file, &edits);
+      fixes_add(fixes, file, &edits);
     if (updated) {
       need_header = need_header || strstr(updated, "kernelsmith_dispatch.h");
       const char *rel = relative(&a, root, file);

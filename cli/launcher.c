@@ -36,6 +36,7 @@
 #include "ks_specs.h"
 #include "ks_store.h"
 #include "ks_variant_file.h"
+#include "optimize_run.h"
 
 extern const char ks_runtime_header[];
 
@@ -157,7 +158,7 @@ static bool read_plan(char **argv, int argc, plan *p) {
 /* The rewritten copy's text, or NULL with *why when there is nothing to do
  * (no error) or something is wrong (ctx->error set, returns -1). */
 static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *src, char **argv,
-                   int argc, const char *copy, const char **out, const char **why) {
+                   int argc, const char **out, const char **why) {
   *out = NULL;
   ks_store *store = NULL;
   ks_scan scan = {0};
@@ -189,7 +190,7 @@ static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *
   size_t nmine = 0;
   for (size_t i = 0; i < rows.len; i++) {
     const ks_kernel_row *r = &rows.items[i];
-    char *path = ks_arena_strdup(a, ks_arena_printf(a, "%s/winners/%s.cu", store_dir, r->name));
+    const char *path = ks_winner_path(a, store_dir, r->name);
     /* The same file, or one of the same name (the store may come from
      * another checkout): the definition's hash decides below. */
     const char *rb = r->file ? strrchr(r->file, '/') : NULL, *sb = strrchr(src, '/');
@@ -222,7 +223,7 @@ static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *
     ks_variant *v = ks_arena_alloc(a, sizeof *v);
     bool is_template = false;
     if (ks_scan_lookup(ctx, &scan, mine[i]->name, &k) || ks_spec_find(ctx, &scan, k, a, spec) ||
-        ks_variant_load(ctx, ks_arena_printf(a, "%s/winners/%s.cu", store_dir, mine[i]->name),
+        ks_variant_load(ctx, ks_winner_path(a, store_dir, mine[i]->name),
                         k->name, a, v, &is_template))
       goto out;
     if (mine[i]->source_hash && k->source_hash && strcmp(k->source_hash, mine[i]->source_hash)) {
@@ -240,7 +241,6 @@ static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *
     goto out;
   }
   ks_strings notes = {0};
-  (void)copy;
   rc = ks_emit_file_lines(ctx, a, src, text.data, eks.items, eks.len, scan.launches.items,
                           scan.launches.len, "kernelsmith_dispatch.h", src, out, &notes);
   ks_buf_release(&text);
@@ -293,7 +293,7 @@ int ks_launcher_run(ks_ctx *ctx, int argc, char **argv) {
   const char *copy = ks_arena_printf(&a, "%s.ks.cu", obj);
   const char *text = NULL, *why = NULL;
   int rc;
-  if (rewrite(ctx, &a, store_dir, src, argv + skip, argc - skip, copy, &text, &why)) {
+  if (rewrite(ctx, &a, store_dir, src, argv + skip, argc - skip, &text, &why)) {
     ks_warn(ctx, "%s: compiled as written: %s", argv[p.src], ctx->error);
     log_line(store_dir, "fell back", src, ctx->error);
     goto plain;

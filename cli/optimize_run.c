@@ -51,6 +51,10 @@ static const char *safe_name(ks_arena *a, const char *name) {
   return s;
 }
 
+const char *ks_winner_path(ks_arena *a, const char *store_dir, const char *kernel) {
+  return ks_arena_printf(a, "%s/winners/%s.cu", store_dir, safe_name(a, kernel));
+}
+
 /* Written to a temporary file and renamed, so a kill never leaves half a
  * winner behind. */
 static const char *write_winner(ks_ctx *ctx, const char *store_dir, const ks_node *best,
@@ -60,7 +64,7 @@ static const char *write_winner(ks_ctx *ctx, const char *store_dir, const ks_nod
     ks_warn(ctx, "cannot create %s: %s", dir, strerror(errno));
     return NULL;
   }
-  const char *path = ks_arena_printf(a, "%s/%s.cu", dir, safe_name(a, kernel));
+  const char *path = ks_winner_path(a, store_dir, kernel);
   const char *tmp = ks_arena_printf(a, "%s.tmp.%d", path, (int)getpid());
   ks_variant v = best->variant;
   const char *text = ks_variant_format(a, &v, best->techniques);

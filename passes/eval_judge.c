@@ -39,9 +39,6 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
     out->reason = why;
     return 0;
   }
-  /* A recheck draws fresh inputs: another base seed. */
-  /* A recheck (of the search's winner) is the full protocol: a longer
-   * timing loop than the search's quick one. */
   /* Machine code judged before: its verdict again, not a second run. */
   char digest[65];
   bool have_digest = false;
@@ -71,6 +68,9 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
     je->reused++;
     return 0;
   }
+  /* A recheck (of the search's winner) draws fresh inputs (another base
+   * seed) and runs the full protocol: a longer timing loop than the
+   * search's quick one. */
   unsigned long long seed = je->judge->opts.seed;
   double cap = je->judge->opts.timing.max_seconds;
   bool screen = je->judge->opts.screen;
@@ -84,14 +84,15 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
   je->judge->opts.seed = seed;
   je->judge->opts.timing.max_seconds = cap;
   je->judge->opts.screen = screen;
-  if (!rc && have_digest)
-    *ks_array_push(&je->arena, &je->judged) = (ks_judged_code){
-        .verdict = out->verdict, .speedup = out->speedup, .speedup_low = out->speedup_low,
-        .speedup_high = out->speedup_high, .base_ms = out->base_median_ms,
-        .cand_ms = out->cand_median_ms, .bw_fraction = out->cand_bw_fraction,
-        .registers = out->cand_registers, .node = node->id};
-  if (!rc && have_digest)
-    memcpy(je->judged.items[je->judged.len - 1].digest, digest, sizeof digest);
+  if (!rc && have_digest) {
+    ks_judged_code jc = {.verdict = out->verdict, .speedup = out->speedup,
+                         .speedup_low = out->speedup_low, .speedup_high = out->speedup_high,
+                         .base_ms = out->base_median_ms, .cand_ms = out->cand_median_ms,
+                         .bw_fraction = out->cand_bw_fraction, .registers = out->cand_registers,
+                         .node = node->id};
+    memcpy(jc.digest, digest, sizeof jc.digest);
+    *ks_array_push(&je->arena, &je->judged) = jc;
+  }
   return rc;
 }
 

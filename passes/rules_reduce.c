@@ -31,19 +31,15 @@
 
 static const int reduce_stride_choices[] = {2, 4, 8, 16, 32};
 
-static bool is_member(const ks_anode *n, const char *builtin, char d) {
-  return ks_anode_is_builtin(n, builtin, d);
-}
-
 /* threadIdx.x, or a local initialized with it and never changed. */
 static bool is_thread_x(const ks_rule_input *in, const ks_anode *n) {
   n = ks_rt_strip(n, true);
-  if (is_member(n, "threadIdx", 'x'))
+  if (ks_anode_is_builtin(n, "threadIdx", 'x'))
     return true;
   if (!n || n->kind != KS_AK_DECL_REF || !n->decl || n->decl->kind != KS_AK_VAR)
     return false;
   const ks_anode *init = ks_rt_var_init(n->decl);
-  return init && is_member(init, "threadIdx", 'x') && !ks_rt_modified(in->ast->body, n->decl);
+  return init && ks_anode_is_builtin(init, "threadIdx", 'x') && !ks_rt_modified(in->ast->body, n->decl);
 }
 
 typedef struct scan {
@@ -122,24 +118,12 @@ static bool block_index(const ks_rule_input *in, const ks_anode *e, const ks_ano
         strcmp(p->op, "*") || p->nkids != 2)
       continue;
     for (int u = 0; u < 2; u++)
-      if (is_member(p->kids[u], "blockIdx", 'x')) {
+      if (ks_anode_is_builtin(p->kids[u], "blockIdx", 'x')) {
         *stride = p->kids[1 - u];
         return true;
       }
   }
   return false;
-}
-
-typedef struct refs {
-  const ks_anode *decl;
-  unsigned n;
-} refs;
-
-static bool count_refs(ks_anode *n, void *arg) {
-  refs *r = arg;
-  if (n->kind == KS_AK_DECL_REF && n->decl == r->decl)
-    r->n++;
-  return true;
 }
 
 static bool is_zero(ks_arena *arena, const ks_rule_input *in, const ks_anode *n) {
@@ -238,9 +222,7 @@ static int apply_reduce_stride(ks_ctx *ctx, const ks_rule_input *in, int param, 
   if (!l.cond)
     return ks_rt_not_applicable(arena, out, "it has no load '(%s < n) ? a[%s] : 0' of one element "
                                 "per thread", var->name, var->name);
-  refs r = {.decl = var};
-  ks_anode_walk((ks_anode *)body, count_refs, &r);
-  if (r.n != 2)
+  if (ks_rt_count_refs(arena, body, var) != 2)
     return ks_rt_not_applicable(arena, out, "it uses '%s' besides its one load", var->name);
   /* The statement holding the load, at the top level of the body, so that
    * the loop can go before it. */

@@ -13,14 +13,7 @@
 set -u
 bin=$(realpath "$1")
 data=$(realpath "$2")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { # name, condition...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 repo=$tmp/repo
 mkdir -p "$repo"
 cp -r "$data/apps/." "$repo/"
@@ -33,12 +26,7 @@ check "stand-in search made winners" test "$(ls "$repo/.kernelsmith/winners" | w
 (cd "$repo" && "$bin" apply >"$tmp/p0" 2>"$tmp/e0")
 check "an unmarked stand-in run is refused" grep -q "was not judged on a GPU" "$tmp/e0"
 
-python3 - "$repo/.kernelsmith/kernelsmith.db" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("UPDATE runs SET device = 'test fixture (stand-in judge), sm_90, driver none'")
-db.commit()
-PY
+mark_sm90 "$repo/.kernelsmith"
 
 (cd "$repo" && "$bin" apply >"$tmp/patch" 2>"$tmp/apply.err")
 check "apply: exit 0" [ $? -eq 0 ]

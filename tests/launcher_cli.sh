@@ -16,25 +16,13 @@ bin=$(realpath "$1")
 data=$(realpath "$2")
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 [ -x "$nvcc" ] || { echo "launcher_cli: no nvcc at $nvcc; skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { # name, condition...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 repo=$tmp/repo
 mkdir -p "$repo" "$tmp/b"
 cp -r "$data/apps/saxpy" "$data/apps/gelu" "$data/apps/common" "$repo/"
 (cd "$repo" && git init -q . && git add -A && git -c user.email=t@t -c user.name=t commit -qm apps)
 (cd "$repo" && "$bin" -q optimize --stand-in-judge --rounds 3 -k saxpy_kernel . >/dev/null 2>&1)
-python3 - "$repo/.kernelsmith/kernelsmith.db" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("UPDATE runs SET device = 'test fixture (stand-in judge), sm_90, driver none'")
-db.commit()
-PY
+mark_sm90 "$repo/.kernelsmith"
 cc() { (cd "$repo/saxpy" && "$bin" "$@"); }
 
 cc "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/saxpy.o" 2>"$tmp/e1"
@@ -49,9 +37,10 @@ check "sources untouched" test -z "$(cd "$repo" && git status --porcelain --untr
 cp "$repo/saxpy/saxpy.cu" "$tmp/saxpy.orig"
 echo '#warning "kernelsmith line check"' >>"$repo/saxpy/saxpy.cu"
 line=$(wc -l <"$repo/saxpy/saxpy.cu")
+rewritten=$(grep -c "	rewritten	" "$repo/.kernelsmith/launcher.log")
 cc nvcc -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/w.o" 2>"$tmp/e2"
 check "diagnostics point at the original file and line" grep -q "saxpy/saxpy.cu($line)\|saxpy/saxpy.cu:$line" "$tmp/e2"
-check "... of the rewritten compile" grep -q "rewritten" "$repo/.kernelsmith/launcher.log"
+check "... of the rewritten compile" [ "$(grep -c "	rewritten	" "$repo/.kernelsmith/launcher.log")" -eq $((rewritten + 1)) ]
 cp "$tmp/saxpy.orig" "$repo/saxpy/saxpy.cu"
 
 cc "$nvcc" -std=c++17 -arch=sm_80 -c saxpy.cu -o "$tmp/b/s80.o"

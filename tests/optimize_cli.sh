@@ -8,14 +8,7 @@
 set -u
 bin=$1
 data=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { # name, condition...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 
 # 1. No GPU: everything but the search, then one sentence. (On a machine
 #    with a GPU this would search; the CPU-only case is what is tested.)
