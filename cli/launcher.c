@@ -28,6 +28,7 @@
 
 #include "flags.h"
 #include "ks_buf.h"
+#include "ks_cuda.h"
 #include "ks_emit.h"
 #include "ks_fs.h"
 #include "ks_safe_write.h"
@@ -107,9 +108,30 @@ static char *find_store(const char *dir) {
   return NULL;
 }
 
+/* Whether a visible GPU is sm_<arch> (what nvcc's -arch=native builds
+ * for). Asks the driver for attributes only: no GPU work at build time. */
+static bool native_is(int arch) {
+  ks_ctx quiet; /* a missing driver only means "no" here */
+  ks_ctx_init(&quiet, "kernelsmith-cc");
+  ks_cuda cu;
+  if (ks_cuda_load(&quiet, &cu)) {
+    ks_ctx_release(&quiet);
+    return false;
+  }
+  ks_gpu_info gpus[16];
+  int n = ks_cuda_devices(&quiet, &cu, gpus, 16);
+  bool found = false;
+  for (int i = 0; i < n && i < 16; i++)
+    found = found || 10 * gpus[i].cc_major + gpus[i].cc_minor == arch;
+  ks_cuda_unload(&cu);
+  ks_ctx_release(&quiet);
+  return found;
+}
+
 /* Whether the command line builds code for sm_<arch>: the sm_NN and
  * compute_NN values of -arch, --gpu-architecture, -code, -gencode and
- * --generate-code. */
+ * --generate-code, and nvcc's all, all-major and native (CMake passes
+ * -arch=native for CMAKE_CUDA_ARCHITECTURES=native). */
 static bool targets_arch(char **argv, int argc, int arch) {
   static const char *const flags[] = {"-arch", "--gpu-architecture", "-gencode",
                                       "--generate-code", "--gpu-code", "-code"};
@@ -120,7 +142,13 @@ static bool targets_arch(char **argv, int argc, int arch) {
       if (!strncmp(a, flags[f], n) && (a[n] == '=' || a[n] == '\0'))
         v = a[n] == '=' ? a + n + 1 : (i + 1 < argc ? argv[i + 1] : "");
     }
-    for (const char *p = v; p && *p; p++) {
+    if (!v)
+      continue;
+    if (!strcmp(v, "all") || (!strcmp(v, "all-major") && arch % 10 == 0))
+      return true;
+    if (!strcmp(v, "native") && native_is(arch))
+      return true;
+    for (const char *p = v; *p; p++) {
       const char *num = !strncmp(p, "sm_", 3) ? p + 3 : !strncmp(p, "compute_", 8) ? p + 8 : NULL;
       if (num && atoi(num) == arch)
         return true;

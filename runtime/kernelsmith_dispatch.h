@@ -13,9 +13,11 @@
  *
  * take() says yes only when the variants are not switched off, the current
  * device's architecture is one the variant was verified on, and the guards
- * hold for these arguments. The device's architecture is queried once per
- * device and cached: the fast path is an environment flag read once, a
- * cudaGetDevice, a table load and a relaxed counter increment.
+ * hold for these arguments. The switches and the architecture are settled
+ * at a site's first launch when every device shares one architecture: the
+ * fast path is then a load, the guards and a relaxed counter increment.
+ * With devices of several architectures each launch asks which device is
+ * current (cudaGetDevice; the architecture is cached per device).
  *
  * Switches (read once per process):
  *   -DKERNELSMITH_DISABLE at build time   every variant off, no runtime cost
@@ -138,6 +140,18 @@ inline bool disjoint(const volatile void *p, std::size_t pbytes, const volatile 
 
 enum { MAX_DEVICES = 64 };
 
+/* 10 * major + minor of device `dev`; 0 when it cannot be queried (the
+ * error is cleared). */
+inline int arch_of(int dev) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return 10 * major + minor;
+}
+
 /* 10 * major + minor of the current device; 0 when there is no usable
  * device (the error is cleared). */
 inline int current_arch() {
@@ -152,15 +166,32 @@ inline int current_arch() {
   int arch = cache[dev].load(std::memory_order_relaxed);
   if (arch)
     return arch;
-  int major = 0, minor = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  arch = 10 * major + minor;
+  arch = arch_of(dev);
   cache[dev].store(arch, std::memory_order_relaxed);
   return arch;
+}
+
+/* The architecture every visible device shares, queried once per process;
+ * 0 when they differ or none is usable. With one architecture in the
+ * machine (the common case) a site decides once and its fast path asks
+ * the runtime nothing; otherwise each launch looks at the current device. */
+inline int uniform_arch() {
+  static const int value = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || n > MAX_DEVICES) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    int first = 0;
+    for (int d = 0; d < n; d++) {
+      const int a = arch_of(d);
+      if (!a || (first && a != first))
+        return 0;
+      first = a;
+    }
+    return first;
+  }();
+  return value;
 }
 
 /* ---- launch sites ---------------------------------------------------------- */
@@ -228,20 +259,42 @@ public:
   }
 
 private:
+  /* What does not change during the process, settled at the first launch:
+   * OFF or OTHER_ARCH for good, READY (only the guards are left to check)
+   * or PER_LAUNCH (devices of several architectures: ask each time). */
+  enum { UNSETTLED = -1, READY = NPATHS, PER_LAUNCH };
+  int settle() const {
+    if (list_names(disabled_list(), kernel_))
+      return OFF;
+    const int arch = uniform_arch();
+    if (!arch)
+      return PER_LAUNCH;
+    return knows(arch) ? static_cast<int>(READY) : static_cast<int>(OTHER_ARCH);
+  }
+  bool knows(int arch) const {
+    bool known = false;
+    for (int i = 0; i < narchs_; i++)
+      known = known || archs_[i] == arch;
+    return known;
+  }
   int decide(bool guards_hold) const {
 #ifdef KERNELSMITH_DISABLE
     (void)guards_hold;
     return OFF;
 #else
-    if (list_names(disabled_list(), kernel_))
-      return OFF;
+    int s = settled_.load(std::memory_order_relaxed);
+    if (s == UNSETTLED) {
+      s = settle(); /* threads racing here compute the same answer */
+      settled_.store(s, std::memory_order_relaxed);
+    }
+    if (s == READY)
+      return guards_hold ? VARIANT : GUARDS;
+    if (s != PER_LAUNCH)
+      return s;
     const int arch = current_arch();
     if (!arch)
       return NO_DEVICE;
-    bool known = false;
-    for (int i = 0; i < narchs_; i++)
-      known = known || archs_[i] == arch;
-    if (!known)
+    if (!knows(arch))
       return OTHER_ARCH;
     return guards_hold ? VARIANT : GUARDS;
 #endif
@@ -251,6 +304,7 @@ private:
   const char *where_;
   int archs_[MAX_ARCHS] = {0};
   int narchs_ = 0;
+  mutable std::atomic<int> settled_{UNSETTLED};
   std::atomic<unsigned long long> counts_[NPATHS];
 };
 

@@ -46,6 +46,12 @@ cp "$tmp/saxpy.orig" "$repo/saxpy/saxpy.cu"
 cc "$nvcc" -std=c++17 -arch=sm_80 -c saxpy.cu -o "$tmp/b/s80.o"
 check "another architecture: compiled" [ $? -eq 0 ]
 check "... passed through" test ! -e "$tmp/b/s80.o.ks.cu"
+cc "$nvcc" -std=c++17 -arch=all-major -c saxpy.cu -o "$tmp/b/major.o"
+check "-arch=all-major (sm_90 among them): rewritten" grep -q "saxpy_kernel_ks" "$tmp/b/major.o.ks.cu"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  cc "$nvcc" -std=c++17 -arch=native -c saxpy.cu -o "$tmp/b/native.o" 2>/dev/null
+  check "-arch=native without a GPU to say what it means: passed through" test ! -e "$tmp/b/native.o.ks.cu"
+fi
 (cd "$repo/gelu" && "$bin" "$nvcc" -std=c++17 -arch=sm_90 -c gelu.cu -o "$tmp/b/gelu.o")
 check "a file without winners: compiled, passed through" sh -c "[ -f '$tmp/b/gelu.o' ] && [ ! -e '$tmp/b/gelu.o.ks.cu' ]"
 
