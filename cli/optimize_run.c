@@ -182,7 +182,9 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double sec
                  .progress = ks_progress_update, .progress_arg = progress,
                  .interrupted = job->interrupted};
   s.opts.max_seconds = seconds;
-  if (job->resume_run) {
+  if (o->baseline_ms > 0) {
+    s.baseline_ms = o->baseline_ms; /* measured by this run's first pass */
+  } else if (job->resume_run) {
     ks_kernel_rows rows = {0};
     if (ks_store_kernels(ctx, job->store, job->resume_run, a, &rows))
       return -1;
@@ -194,7 +196,7 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double sec
   int rc = ks_search_run(&s, a, &r);
   ks_progress_end(progress);
   ks_rules_proposer_release(&rp);
-  o->same_code = je.reused;
+  o->same_code += je.reused;
   ks_judge_evaluator_release(&je);
   if (rc)
     return -1;
@@ -423,6 +425,41 @@ int optimize_run(optimize_job *job) {
       fprintf(stderr, "%s: %s, %.2fx\n", k->outcome->kernel, k->outcome->status,
               k->outcome->speedup);
   }
+  /* Time the fast searches left over goes to the kernels the budget
+   * stopped (slow kernels early in the order got only an equal share),
+   * as many passes as the time allows. */
+  while (budget_stopped && job->max_seconds > 0 && !*job->interrupted && exit_code == KS_EXIT_OK) {
+    size_t stopped = 0;
+    for (size_t i = 0; i < jobs.len; i++)
+      stopped += jobs.items[i].ready && jobs.items[i].outcome->budget_hit;
+    double remaining = job->max_seconds - (now_seconds() - t0);
+    if (!stopped || remaining < 5.0 * (double)stopped)
+      break;
+    budget_stopped = false;
+    for (size_t i = 0; i < jobs.len && !*job->interrupted; i++) {
+      kjob *k = &jobs.items[i];
+      if (!k->ready || !k->outcome->budget_hit)
+        continue;
+      double share = (job->max_seconds - (now_seconds() - t0)) / (double)stopped--;
+      if (share < 1)
+        break;
+      double k0 = now_seconds();
+      if (search_kernel(job, k, judge_open ? &judge : NULL, share, &progress, &arena)) {
+        /* The first pass's outcome and store rows stand; --resume can go on. */
+        ks_warn(ctx, "%s: continuing its search failed: %s", k->outcome->kernel, ctx->error);
+        budget_stopped = true;
+        goto passes_done;
+      }
+      k->outcome->seconds += now_seconds() - k0;
+      budget_stopped |= k->outcome->budget_hit;
+      const char *st = *job->interrupted || k->outcome->budget_hit ? "searching" : "done";
+      if (ks_store_kernel_update(ctx, job->store, k->store_id, st, NULL, k->outcome->baseline_ms))
+        goto fail;
+    }
+    if (!budget_stopped)
+      break;
+  }
+passes_done:
   if (*job->interrupted) {
     ks_store_run_finish(ctx, job->store, runid, "interrupted");
     fprintf(stderr, "%s: interrupted; every finished evaluation is stored. Continue with: "

@@ -2,9 +2,15 @@
  * test the search on a machine without a GPU. Its "speedups" are a fixed
  * function of the technique chain and a hash of the text: they exercise
  * the search's logic (selection, placement, budgets, resume) and mean
- * nothing about any device. Reports made with it say so. */
+ * nothing about any device. Reports made with it say so.
+ *
+ * KS_STANDIN_SLOW=TEXT:MS makes each evaluation of a variant whose source
+ * contains TEXT take MS milliseconds, so the tests can give the budgets a
+ * slow kernel as the GPU would. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ks_hash.h"
 #include "ks_search.h"
@@ -38,6 +44,22 @@ static unsigned long long text_hash(const char *s, unsigned salt) {
   return h;
 }
 
+static void slow_down(const char *src) {
+  const char *spec = getenv("KS_STANDIN_SLOW");
+  const char *colon = spec ? strrchr(spec, ':') : NULL;
+  if (!colon || colon == spec)
+    return;
+  char text[128];
+  size_t n = (size_t)(colon - spec) < sizeof text - 1 ? (size_t)(colon - spec) : sizeof text - 1;
+  memcpy(text, spec, n);
+  text[n] = '\0';
+  long ms = strtol(colon + 1, NULL, 10);
+  if (ms > 0 && strstr(src, text)) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
 static int standin_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned recheck,
                         ks_arena *arena, ks_eval *out) {
   (void)self;
@@ -51,6 +73,7 @@ static int standin_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned r
     return 0;
   }
   const char *src = node->variant.source ? node->variant.source : "";
+  slow_down(src);
   const char *chain = node->techniques ? node->techniques : "";
   if (strstr(src, "KS_STANDIN_WRONG") || strstr(chain, "wrong")) {
     out->verdict = KS_VERDICT_WRONG;

@@ -48,6 +48,19 @@ assert all(k["best_speedup"] > 1 for k in d["kernels"]), d' "$tmp/status.json"
 "$bin" optimize --resume --store "$tmp/s1" >/dev/null 2>"$tmp/resume-done.err"
 check "resume of a finished run: refused" grep -q "nothing to resume" "$tmp/resume-done.err"
 
+# The time fast kernels leave goes to a slow kernel the budget stopped
+# early (here gelu, first in the order, at 200 ms per evaluation): its
+# search continues after the others and gets more than its equal share.
+KS_STANDIN_SLOW=gelu:200 "$bin" -q optimize --stand-in-judge --rounds 40 --patience 3 --max-seconds 16 \
+  -k gelu_forward_kernel -k saxpy_kernel -k gemv_kernel --store "$tmp/s4" --json "$data/apps" \
+  >"$tmp/s4.json" 2>/dev/null
+check "time budget: a slow kernel gets the time the fast ones left" python3 -c '
+import json, sys
+ks = {k["kernel"]: k for k in json.load(open(sys.argv[1]))["kernels"]}
+g = ks["gelu_forward_kernel"]
+assert g["seconds"] > 16 / 3 + 1, g
+assert ks["saxpy_kernel"]["stopped_by"] != "budget", ks["saxpy_kernel"]' "$tmp/s4.json"
+
 # A run its time budget stopped is 'stopped', and --resume gives it more time.
 "$bin" -q optimize --stand-in-judge --max-seconds 2 -k saxpy_kernel --store "$tmp/s3" \
   "$data/apps" >/dev/null 2>&1
