@@ -66,6 +66,8 @@ typedef struct ks_proposal {
   ks_variant variant;
   bool is_template;
   const char *technique;   /* this step's tag, appended to the parent's chain */
+  const char *proposer;    /* who made it ("rules", "llm"); NULL: the
+                              proposer's own name */
 } ks_proposal;
 typedef KS_ARRAY(ks_proposal) ks_proposals;
 
@@ -87,7 +89,22 @@ typedef struct ks_proposer {
   int (*propose)(void *self, ks_ctx *ctx, const ks_node *parent, const ks_node *const *inspirations,
                  size_t ninspirations, ks_rng *rng, unsigned want, ks_arena *arena,
                  ks_proposals *out);
+  /* Optional: told about each evaluated node of the search with its parent
+   * (NULL for the seed), so that a proposer can learn from what was
+   * measured (the LLM proposer's summarizer and memory). Returns -1 only
+   * when the tool cannot go on. */
+  int (*observe)(void *self, ks_ctx *ctx, const ks_node *node, const ks_node *parent);
 } ks_proposer;
+
+/* Several proposers as one: each draw asks them in turn for a share of the
+ * children wanted (the first gets the remainder), each child keeps its
+ * proposer's name, and every proposer observes every evaluation. The table
+ * and `parts` must outlive the search. */
+typedef struct ks_mixed_proposer {
+  const ks_proposer *const *parts;
+  size_t nparts;
+} ks_mixed_proposer;
+ks_proposer ks_mixed_proposer_make(ks_mixed_proposer *self);
 
 typedef struct ks_evaluator {
   void *self;

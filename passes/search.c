@@ -256,6 +256,13 @@ bool ks_search_converged(search_state *st) {
  * parallel first, then one by one on the device, each evaluation stored as
  * soon as it is known. Stops early (leaving nodes unevaluated, to be judged
  * on resume) when a budget runs out. */
+static ks_node *node_by_id(search_state *st, long long id) {
+  for (size_t i = 0; id && i < st->res->nodes.len; i++)
+    if (st->res->nodes.items[i]->id == id)
+      return st->res->nodes.items[i];
+  return NULL;
+}
+
 int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n) {
   ks_search *s = st->s;
   const ks_evaluator *ev = s->evaluator;
@@ -293,6 +300,11 @@ int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n) {
     }
     st->res->evaluated++;
     note_eval(st, node, &e);
+    if (s->proposer->observe &&
+        s->proposer->observe(s->proposer->self, s->ctx, node, node_by_id(st, node->parent))) {
+      rc = -1;
+      goto out;
+    }
     ks_search_report(st, false);
   }
 out:
@@ -495,7 +507,8 @@ int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *i
     }
     if (!p->variant.file)
       p->variant.file = ks_arena_printf(st->arena, "%s.variant.cu", s->kernel);
-    ks_node *n = ks_search_add(st, parent, &p->variant, p->is_template, s->proposer->name,
+    ks_node *n = ks_search_add(st, parent, &p->variant, p->is_template,
+                               p->proposer ? p->proposer : s->proposer->name,
                                p->technique, (int)st->round, island);
     if (!n)
       return -1;

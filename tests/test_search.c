@@ -299,8 +299,78 @@ static void hash_ignores_layout(void **state) {
   ks_arena_release(&a);
 }
 
+/* A second proposer for the mixed test: children tagged "llm_step", and a
+ * record of what it observed. */
+typedef struct observer {
+  unsigned observed, with_parent, parent_mismatch;
+} observer;
+
+static int other_propose(void *self, ks_ctx *ctx, const ks_node *parent, const ks_node *const *insp,
+                         size_t ninsp, ks_rng *rng, unsigned want, ks_arena *arena,
+                         ks_proposals *out) {
+  (void)self, (void)ctx, (void)insp, (void)ninsp;
+  for (unsigned k = 0; k < want; k++) {
+    ks_proposal *p = ks_array_push(arena, out);
+    p->variant = parent->variant;
+    p->variant.requires = (ks_strings){0};
+    p->variant.source = ks_arena_printf(arena, "%s llm_%llu", parent->variant.source,
+                                        ks_rng_next(rng) % 1000);
+    p->technique = "llm_step";
+  }
+  return 0;
+}
+
+static int other_observe(void *self, ks_ctx *ctx, const ks_node *node, const ks_node *parent) {
+  (void)ctx;
+  observer *o = self;
+  o->observed++;
+  if (parent) {
+    o->with_parent++;
+    if (parent->id != node->parent)
+      o->parent_mismatch++;
+  }
+  return 0;
+}
+
+static void mixed_proposers_share_rounds(void **state) {
+  (void)state;
+  observer ob = {0};
+  ks_proposer other = {.name = "llm", .self = &ob, .propose = other_propose,
+                       .observe = other_observe};
+  const ks_proposer *parts[] = {&scripted, &other};
+  ks_mixed_proposer mp = {.parts = parts, .nparts = 2};
+  ks_proposer mixed = ks_mixed_proposer_make(&mp);
+  run x;
+  memset(&x, 0, sizeof x);
+  ks_ctx_init(&x.ctx, "test_search");
+  x.ev = ks_standin_evaluator();
+  x.s = (ks_search){.ctx = &x.ctx, .kernel = "k", .proposer = &mixed, .evaluator = &x.ev,
+                    .seed = &seed_variant};
+  ks_search_options_defaults(&x.s.opts);
+  x.s.opts.seed = 3;
+  x.s.opts.rounds = 6;
+  assert_int_equal(ks_search_run(&x.s, &x.arena, &x.r), 0);
+  assert_sound(&x);
+  unsigned rules = 0, llm = 0, evaluated = 0;
+  for (size_t i = 0; i < x.r.nodes.len; i++) {
+    const ks_node *n = x.r.nodes.items[i];
+    rules += !strcmp(n->proposer, "rules");
+    llm += !strcmp(n->proposer, "llm");
+    evaluated += n->evaluated;
+    if (!strcmp(n->proposer, "llm"))
+      assert_non_null(strstr(n->techniques, "llm_step"));
+  }
+  assert_true(rules > 0 && llm > 0);
+  /* Every evaluation was observed, each child with its own parent. */
+  assert_true(ob.observed >= evaluated);
+  assert_true(ob.with_parent > 0);
+  assert_int_equal(ob.parent_mismatch, 0);
+  run_release(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(mixed_proposers_share_rounds),
       cmocka_unit_test(hash_ignores_layout),
       cmocka_unit_test(evolve_finds_the_best_steps),
       cmocka_unit_test(beam_finds_the_best_steps),
