@@ -49,6 +49,7 @@ typedef struct ks_node {
   bool is_template;
   const char *proposer;    /* "seed", "rules", "tuning", "llm" */
   const char *techniques;  /* the chain, "block=128 > vectorize"; "" for the seed */
+  const char *plan;        /* the plan an LLM step followed; NULL otherwise */
   const char *hash;        /* of the normalized source and policy */
   int round, island;
   bool evaluated;
@@ -68,6 +69,7 @@ typedef struct ks_proposal {
   const char *technique;   /* this step's tag, appended to the parent's chain */
   const char *proposer;    /* who made it ("rules", "llm"); NULL: the
                               proposer's own name */
+  const char *plan;        /* the plan it implements (an LLM's); NULL: none */
 } ks_proposal;
 typedef KS_ARRAY(ks_proposal) ks_proposals;
 

@@ -128,13 +128,14 @@ static void requires_parse(ks_arena *a, const char *text, ks_strings *out) {
 /* A new node, written to the store at once (a kill after this point finds
  * it unevaluated and judges it again on resume). */
 ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant *v,
-                       bool is_template, const char *proposer, const char *technique, int round,
-                       int island) {
+                       bool is_template, const char *proposer, const char *technique,
+                       const char *plan, int round, int island) {
   ks_search *s = st->s;
   ks_node *n = ks_arena_alloc(st->arena, sizeof *n);
   n->variant = *v;
   n->is_template = is_template;
   n->proposer = proposer;
+  n->plan = plan;
   n->parent = parent ? parent->id : 0;
   if (!parent || !parent->techniques || !*parent->techniques)
     n->techniques = technique ? technique : "";
@@ -157,6 +158,7 @@ ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant
                           .requires = requires_text(st->arena, v),
                           .proposer = proposer,
                           .techniques = n->techniques,
+                          .plan = plan,
                           .round = round,
                           .island = island};
     bool existed = false;
@@ -334,6 +336,7 @@ static int load(search_state *st) {
     n->is_template = r->is_template;
     n->proposer = r->proposer;
     n->techniques = r->techniques ? r->techniques : "";
+    n->plan = r->plan;
     n->hash = r->hash;
     n->round = r->round;
     n->island = r->island;
@@ -436,7 +439,7 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
    * the kernel is not deterministic enough to be searched. */
   const char *seed_hash = ks_variant_hash(arena, s->seed);
   st.seed = ks_search_find(&st, seed_hash);
-  if (!st.seed && !(st.seed = ks_search_add(&st, NULL, s->seed, s->seed_is_template, "seed", "",
+  if (!st.seed && !(st.seed = ks_search_add(&st, NULL, s->seed, s->seed_is_template, "seed", "", NULL,
                                             0, -1)))
     return -1;
   ks_node *batch[1] = {st.seed};
@@ -509,7 +512,7 @@ int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *i
       p->variant.file = ks_arena_printf(st->arena, "%s.variant.cu", s->kernel);
     ks_node *n = ks_search_add(st, parent, &p->variant, p->is_template,
                                p->proposer ? p->proposer : s->proposer->name,
-                               p->technique, (int)st->round, island);
+                               p->technique, p->plan, (int)st->round, island);
     if (!n)
       return -1;
     *ks_array_push(st->arena, out) = n;

@@ -33,8 +33,8 @@ double ks_node_fitness(const ks_node *n);
 void ks_nodes_sort_by_fitness(ks_node **nodes, size_t n);
 ks_node *ks_search_find(search_state *st, const char *hash);
 ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant *v,
-                       bool is_template, const char *proposer, const char *technique, int round,
-                       int island);
+                       bool is_template, const char *proposer, const char *technique,
+                       const char *plan, int round, int island);
 int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n);
 bool ks_search_budget_left(search_state *st);
 /* At the end of a round: whether the patience option says to stop (sets

@@ -49,7 +49,7 @@ void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);
 
 /* The schema version this code writes (PRAGMA user_version; docs/store.md). */
-enum { KS_STORE_SCHEMA_VERSION = 1 };
+enum { KS_STORE_SCHEMA_VERSION = 2 };
 
 /* Checks the whole file: SQLite's integrity check, every foreign key, and
  * every evaluation's JSON parsing. *problem is NULL when all is well, else
@@ -120,6 +120,7 @@ typedef struct ks_variant_row {
   const char *requires;    /* guards, one per line; NULL: none */
   const char *proposer;    /* "rules", "tuning", "llm", "user" */
   const char *techniques;  /* technique chain, "block=128 > vectorize" */
+  const char *plan;        /* the plan an LLM step followed; NULL: none */
   int round, island;
   /* Filled by ks_store_variants from the variant's evaluation, if any: */
   bool evaluated;
@@ -172,17 +173,26 @@ int ks_store_memory_put(ks_ctx *ctx, ks_store *s, long long kernel, const char *
 int ks_store_memory(ks_ctx *ctx, ks_store *s, long long kernel, const char *kind, ks_arena *a,
                     ks_strings *out);
 
-/* ---- LLM calls (a later issue fills these) ---- */
+/* ---- LLM calls ---- */
+/* Every request and its reply. The request is stored as sent less its
+ * credentials (they are headers, never part of it), keyed by prompt_hash,
+ * the hash of that text: the LLM cache. */
 typedef struct ks_llm_call_row {
   long long run, kernel;
   const char *role;        /* "planner", "executor", "summarizer", ... */
   const char *model;
   const char *prompt_hash, *response_hash;
+  const char *request;     /* the request body; NULL: not kept */
+  const char *response;    /* the reply's text; NULL: none (an error) */
   long long prompt_tokens, response_tokens;
   double seconds, cost;
-  const char *status;      /* "ok", "error: ..." (no key, ever) */
+  const char *status;      /* "ok", "cached", "error: ..." (no key, ever) */
 } ks_llm_call_row;
 int ks_store_llm_call_put(ks_ctx *ctx, ks_store *s, const ks_llm_call_row *c);
+/* The reply of the latest successful call with this prompt hash, from any
+ * run (*found false: none). The row's strings live in `a`. */
+int ks_store_llm_cached(ks_ctx *ctx, ks_store *s, const char *prompt_hash, ks_arena *a,
+                        ks_llm_call_row *out, bool *found);
 /* What a run's LLM calls added up to (for status and a cost budget);
  * kernel 0: every kernel of the run. */
 typedef struct ks_llm_usage {

@@ -140,8 +140,16 @@ static const char schema_v1[] =
     "  status TEXT);"
     "CREATE INDEX llm_calls_run ON llm_calls(run, kernel);";
 
+/* Version 2: the LLM calls keep their request and reply (the cache, and
+ * replay), and a variant the plan an LLM step followed. */
+static const char schema_v2[] =
+    "ALTER TABLE llm_calls ADD COLUMN request TEXT;"
+    "ALTER TABLE llm_calls ADD COLUMN response TEXT;"
+    "CREATE INDEX llm_calls_prompt ON llm_calls(prompt_hash, status);"
+    "ALTER TABLE variants ADD COLUMN plan TEXT;";
+
 /* migrations[v] takes a store from version v to v + 1. */
-static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1};
+static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2};
 
 /* ---- helpers ------------------------------------------------------------- */
 

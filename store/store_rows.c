@@ -4,6 +4,7 @@
 #include "store_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "ks_eval_json.h"
 
@@ -243,7 +244,7 @@ int ks_store_variant_put(ks_ctx *ctx, ks_store *s, const ks_variant_row *v, long
   rc = store_prepare(ctx, s,
                      "INSERT INTO variants (kernel, parent, hash, source, kernel_name, "
                      "is_template, grid, block, smem, requires, proposer, techniques, round, "
-                     "island, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                     "island, plan, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      STORE_NOW ") ON CONFLICT (kernel, hash) DO NOTHING",
                      &ins);
   if (!rc) {
@@ -261,6 +262,7 @@ int ks_store_variant_put(ks_ctx *ctx, ks_store *s, const ks_variant_row *v, long
     store_bind_text(ins, 12, v->techniques);
     sqlite3_bind_int(ins, 13, v->round);
     sqlite3_bind_int(ins, 14, v->island);
+    store_bind_text(ins, 15, v->plan);
     rc = store_step_done(ctx, s, ins, "cannot add a variant");
   }
   if (!rc) {
@@ -284,7 +286,8 @@ int ks_store_variants(ks_ctx *ctx, ks_store *s, long long kernel, ks_arena *a,
                     "SELECT v.id, v.kernel, v.parent, v.hash, v.source, v.kernel_name, "
                     "v.is_template, v.grid, v.block, v.smem, v.requires, v.proposer, "
                     "v.techniques, v.round, v.island, e.verdict, e.speedup, e.cand_median_ms, "
-                    "e.registers, e.bw_fraction, e.speedup_low, e.reason FROM variants v LEFT JOIN evaluations e "
+                    "e.registers, e.bw_fraction, e.speedup_low, e.reason, v.plan "
+                    "FROM variants v LEFT JOIN evaluations e "
                     "ON e.id = (SELECT max(id) FROM evaluations WHERE variant = v.id) "
                     "WHERE v.kernel = ? ORDER BY v.id",
                     &st))
@@ -308,6 +311,7 @@ int ks_store_variants(ks_ctx *ctx, ks_store *s, long long kernel, ks_arena *a,
     v->techniques = store_col_text(a, st, 12);
     v->round = sqlite3_column_int(st, 13);
     v->island = sqlite3_column_int(st, 14);
+    v->plan = store_col_text(a, st, 22);
     v->evaluated = sqlite3_column_type(st, 15) != SQLITE_NULL;
     if (v->evaluated) {
       int verdict = ks_verdict_from_name((const char *)sqlite3_column_text(st, 15));
@@ -375,8 +379,9 @@ int ks_store_llm_call_put(ks_ctx *ctx, ks_store *s, const ks_llm_call_row *c) {
     return rc;
   rc = store_prepare(ctx, s,
                      "INSERT INTO llm_calls (run, kernel, created, role, model, prompt_hash, "
-                     "response_hash, prompt_tokens, response_tokens, seconds, cost, status) "
-                     "VALUES (?, ?, " STORE_NOW ", ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "response_hash, prompt_tokens, response_tokens, seconds, cost, status, "
+                     "request, response) "
+                     "VALUES (?, ?, " STORE_NOW ", ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      &st);
   if (!rc) {
     sqlite3_bind_int64(st, 1, c->run);
@@ -390,10 +395,48 @@ int ks_store_llm_call_put(ks_ctx *ctx, ks_store *s, const ks_llm_call_row *c) {
     sqlite3_bind_double(st, 9, c->seconds);
     sqlite3_bind_double(st, 10, c->cost);
     store_bind_text(st, 11, c->status);
+    store_bind_text(st, 12, c->request);
+    store_bind_text(st, 13, c->response);
     rc = store_step_done(ctx, s, st, "cannot record an LLM call");
   }
   sqlite3_finalize(st);
   return store_end(ctx, s, rc);
+}
+
+int ks_store_llm_cached(ks_ctx *ctx, ks_store *s, const char *prompt_hash, ks_arena *a,
+                        ks_llm_call_row *out, bool *found) {
+  sqlite3_stmt *st;
+  memset(out, 0, sizeof *out);
+  *found = false;
+  if (store_prepare(ctx, s,
+                    "SELECT run, kernel, role, model, prompt_hash, response_hash, request, "
+                    "response, prompt_tokens, response_tokens, seconds, cost, status "
+                    "FROM llm_calls WHERE prompt_hash = ? AND status = 'ok' "
+                    "AND response IS NOT NULL ORDER BY id DESC LIMIT 1",
+                    &st))
+    return -1;
+  store_bind_text(st, 1, prompt_hash);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    *found = true;
+    out->run = sqlite3_column_int64(st, 0);
+    out->kernel = sqlite3_column_int64(st, 1);
+    out->role = store_col_text(a, st, 2);
+    out->model = store_col_text(a, st, 3);
+    out->prompt_hash = store_col_text(a, st, 4);
+    out->response_hash = store_col_text(a, st, 5);
+    out->request = store_col_text(a, st, 6);
+    out->response = store_col_text(a, st, 7);
+    out->prompt_tokens = sqlite3_column_int64(st, 8);
+    out->response_tokens = sqlite3_column_int64(st, 9);
+    out->seconds = sqlite3_column_double(st, 10);
+    out->cost = sqlite3_column_double(st, 11);
+    out->status = store_col_text(a, st, 12);
+  }
+  int rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0
+                                                     : store_fail(ctx, s, "cannot read the LLM cache");
+  sqlite3_finalize(st);
+  return rc;
 }
 
 int ks_store_llm_usage(ks_ctx *ctx, ks_store *s, long long run, long long kernel,

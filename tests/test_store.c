@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "ks_eval_json.h"
 #include "ks_fs.h"
 #include "ks_store.h"
@@ -663,7 +665,76 @@ static void llm_calls_add_up(void **state) {
   ks_store_close(s);
 }
 
+static void llm_cache_keeps_request_and_reply(void **state) {
+  ks_store *s = open_store();
+  ks_arena a = KS_ARENA_INIT;
+  long long run = new_run(s), k = new_kernel(s, run, "k");
+  ks_llm_call_row c = {.run = run, .kernel = k, .role = "executor", .model = "m-1",
+                       .prompt_hash = "h-req", .request = "{\"model\": \"m-1\"}",
+                       .response = "older reply", .status = "ok"};
+  assert_int_equal(ks_store_llm_call_put(&ctx, s, &c), 0);
+  c.response = "newer reply";
+  assert_int_equal(ks_store_llm_call_put(&ctx, s, &c), 0);
+  c.response = NULL, c.status = "error: HTTP 500"; /* failures are never served */
+  assert_int_equal(ks_store_llm_call_put(&ctx, s, &c), 0);
+  ks_llm_call_row got;
+  bool found = false;
+  assert_int_equal(ks_store_llm_cached(&ctx, s, "h-req", &a, &got, &found), 0);
+  assert_true(found);
+  assert_string_equal(got.response, "newer reply");
+  assert_string_equal(got.request, "{\"model\": \"m-1\"}");
+  assert_string_equal(got.role, "executor");
+  assert_int_equal(ks_store_llm_cached(&ctx, s, "h-other", &a, &got, &found), 0);
+  assert_false(found);
+  ks_arena_release(&a);
+  ks_store_close(s);
+}
+
 /* ---- read-only, versions, garbage, faults -------------------------------- */
+
+/* A store made by the version before (1) is upgraded in place: its rows
+ * stay, and the new columns work. */
+static void version_1_store_is_upgraded(void **state) {
+  ks_store *s = open_store();
+  long long run = new_run(s), k = new_kernel(s, run, "k");
+  bool existed = false;
+  long long v1 = new_variant(s, k, "h1", &existed);
+  ks_store_close(s);
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernelsmith.db", store_dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db,
+                                "DROP INDEX llm_calls_prompt;"
+                                "ALTER TABLE llm_calls DROP COLUMN request;"
+                                "ALTER TABLE llm_calls DROP COLUMN response;"
+                                "ALTER TABLE variants DROP COLUMN plan;"
+                                "PRAGMA user_version = 1;",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+
+  s = open_store();
+  ks_arena a = KS_ARENA_INIT;
+  ks_variant_rows rows = {0};
+  assert_int_equal(ks_store_variants(&ctx, s, k, &a, &rows), 0);
+  assert_int_equal(rows.len, 1);
+  assert_int_equal(rows.items[0].id, v1);
+  assert_null(rows.items[0].plan);
+  ks_variant_row v = {.kernel = k, .hash = "h2", .source = "src", .proposer = "llm",
+                      .plan = "PLAN: vectorize the loads"};
+  long long v2 = 0;
+  assert_int_equal(ks_store_variant_put(&ctx, s, &v, &v2, &existed), 0);
+  rows = (ks_variant_rows){0};
+  assert_int_equal(ks_store_variants(&ctx, s, k, &a, &rows), 0);
+  assert_int_equal(rows.len, 2);
+  assert_string_equal(rows.items[1].plan, "PLAN: vectorize the loads");
+  ks_llm_call_row c = {.run = run, .prompt_hash = "p", .request = "q", .response = "r",
+                       .status = "ok"};
+  assert_int_equal(ks_store_llm_call_put(&ctx, s, &c), 0);
+  ks_arena_release(&a);
+  ks_store_close(s);
+}
 
 static void readonly_reads_and_refuses_writes(void **state) {
   ks_store *r = (ks_store *)&r;
@@ -1028,6 +1099,8 @@ int main(int argc, char **argv) {
                                       teardown),
       cmocka_unit_test_setup_teardown(memory_by_kernel_and_kind, setup, teardown),
       cmocka_unit_test_setup_teardown(llm_calls_add_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(llm_cache_keeps_request_and_reply, setup, teardown),
+      cmocka_unit_test_setup_teardown(version_1_store_is_upgraded, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_reads_and_refuses_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(garbage_file_is_refused, setup, teardown),
