@@ -42,6 +42,7 @@ step spec_tests $ks/bin/test_spec
 [ -x $ks/bin/test_kast ] && step kast_tests $ks/bin/test_kast
 [ -x $ks/bin/test_store ] && step store_tests $ks/bin/test_store
 [ -x $ks/bin/test_search ] && step search_tests $ks/bin/test_search
+[ -x $ks/bin/test_runtime_header ] && step runtime_header $ks/bin/test_runtime_header
 step hacks tests/hacks.sh $ks/bin/kernelsmith-cc testdata tests/fixtures
 step judge_bench env KS_BIN=$ks/bin/kernelsmith-cc KS_COMPILE_BENCH=$ks/bin/compile_bench \
   KS_RESULTS="$out" bench/judge/run.sh
