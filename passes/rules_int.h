@@ -28,5 +28,7 @@ extern const ks_rule ks_rule_reduce_stride;
 extern const ks_rule ks_rule_smem_histogram;
 /* rules_smem_transpose.c */
 extern const ks_rule ks_rule_smem_transpose;
+/* rules_vectorize_2d.c (with rules_vec2d_index.c, rules_vec2d.h) */
+extern const ks_rule ks_rule_vectorize_2d;
 
 #endif
