@@ -47,9 +47,25 @@ static const char usage[] =
     "                       with a spec)\n"
     "      --strategy S     evolve (islands and a MAP-Elites archive; default) or\n"
     "                       beam (the best B, N proposals each)\n"
-    "      --proposer P     rules (every rewrite; default) or tuning (launch\n"
+    "      --proposer P     rules (every rewrite; default), tuning (launch\n"
     "                       configuration and unroll factors only, as classic\n"
-    "                       autotuners do)\n"
+    "                       autotuners do), llm (a model plans, writes and learns;\n"
+    "                       docs/llm.md) or all (rules and llm share each round)\n"
+    "      --llm-url URL    the model server's base URL (OpenAI-compatible:\n"
+    "                       .../v1; Anthropic: https://api.anthropic.com); else\n"
+    "                       KERNELSMITH_LLM_URL, OPENAI_BASE_URL, the user config\n"
+    "      --llm-model M    the model; else KERNELSMITH_LLM_MODEL, the configs\n"
+    "      --llm-api A      openai or anthropic (default: from the URL or the key)\n"
+    "      --llm-key-file F a file holding the API key (mode 600); else\n"
+    "                       KERNELSMITH_LLM_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY\n"
+    "      --llm-jobs N     requests at once (default 4)\n"
+    "      --llm-plans N    plans asked per parent and draw (default 2)\n"
+    "      --llm-cache M    rw (default: serve stored replies, record new ones), ro,\n"
+    "                       off, or replay (stored replies only, no server asked)\n"
+    "      --llm-prices I,O USD per million input and output tokens (for --max-cost)\n"
+    "      --max-cost USD   stop asking the model past this cost (whole run)\n"
+    "      --max-tokens N   ... past this many tokens, input and output\n"
+    "      --max-requests N ... past this many requests\n"
     "      --rounds N       rounds (beam: iterations) per kernel (default 40)\n"
     "      --max-evals N    evaluations per kernel (default: no limit)\n"
     "      --max-seconds S  wall time for the whole run, shared by the kernels\n"
@@ -89,6 +105,10 @@ typedef struct config {
   ks_source_args src;
   ks_search_options search;
   bool tuning;
+  ks_proposer_kind proposer;
+  ks_llm_config llm;          /* the flags' values (ks_llm_config_resolve) */
+  int llm_cache;
+  unsigned llm_plans;
   ks_strings kernels;
   bool resume, json, standin;
   const char *store_dir;
@@ -107,7 +127,9 @@ static void on_signal(int sig) {
 enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECONDS, OPT_PATIENCE, OPT_SEED,
        OPT_ISLANDS, OPT_POPULATION, OPT_CHILDREN, OPT_BEAM_WIDTH, OPT_PROPOSALS, OPT_NO_CONFIRM,
        OPT_RESUME, OPT_STORE, OPT_SAMPLE_SECONDS, OPT_DEVICE, OPT_TIMEOUT, OPT_STANDIN,
-       OPT_JSON };
+       OPT_JSON, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_API, OPT_LLM_KEY_FILE, OPT_LLM_JOBS,
+       OPT_LLM_PLANS, OPT_LLM_CACHE, OPT_LLM_PRICES, OPT_MAX_COST, OPT_MAX_TOKENS,
+       OPT_MAX_REQUESTS };
 
 static int count_option(ks_ctx *ctx, const char *name, const char *arg, long lo, long hi,
                         unsigned *out) {
@@ -154,6 +176,17 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"stand-in-judge", no_argument, NULL, OPT_STANDIN},
       {"json", no_argument, NULL, OPT_JSON},
+      {"llm-url", required_argument, NULL, OPT_LLM_URL},
+      {"llm-model", required_argument, NULL, OPT_LLM_MODEL},
+      {"llm-api", required_argument, NULL, OPT_LLM_API},
+      {"llm-key-file", required_argument, NULL, OPT_LLM_KEY_FILE},
+      {"llm-jobs", required_argument, NULL, OPT_LLM_JOBS},
+      {"llm-plans", required_argument, NULL, OPT_LLM_PLANS},
+      {"llm-cache", required_argument, NULL, OPT_LLM_CACHE},
+      {"llm-prices", required_argument, NULL, OPT_LLM_PRICES},
+      {"max-cost", required_argument, NULL, OPT_MAX_COST},
+      {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
+      {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args_init(&c->src, argc);
@@ -183,15 +216,91 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
                               optarg);
       break;
     case OPT_PROPOSER:
-      if (!strcmp(optarg, "rules") || !strcmp(optarg, "tuning"))
-        c->tuning = !strcmp(optarg, "tuning");
+      if (!strcmp(optarg, "rules"))
+        c->proposer = KS_PROPOSER_RULES;
+      else if (!strcmp(optarg, "tuning"))
+        c->proposer = KS_PROPOSER_TUNING;
       else if (!strcmp(optarg, "llm"))
-        return ks_usage_error(ctx, &ks_cmd_optimize,
-                              "--proposer llm is not available yet: use rules or tuning");
+        c->proposer = KS_PROPOSER_LLM;
+      else if (!strcmp(optarg, "all"))
+        c->proposer = KS_PROPOSER_ALL;
       else
-        return ks_usage_error(ctx, &ks_cmd_optimize, "--proposer is rules or tuning, not '%s'",
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--proposer is rules, tuning, llm or all, not '%s'", optarg);
+      c->tuning = c->proposer == KS_PROPOSER_TUNING;
+      break;
+    case OPT_LLM_URL:
+      c->llm.url = ks_arena_strdup(&c->arena, optarg);
+      break;
+    case OPT_LLM_MODEL:
+      c->llm.model = ks_arena_strdup(&c->arena, optarg);
+      break;
+    case OPT_LLM_API:
+      if (!strcmp(optarg, "openai"))
+        c->llm.api = KS_LLM_OPENAI;
+      else if (!strcmp(optarg, "anthropic"))
+        c->llm.api = KS_LLM_ANTHROPIC;
+      else
+        return ks_usage_error(ctx, &ks_cmd_optimize, "--llm-api is openai or anthropic, not '%s'",
                               optarg);
       break;
+    case OPT_LLM_KEY_FILE:
+      c->llm.key_file = ks_arena_strdup(&c->arena, optarg);
+      break;
+    case OPT_LLM_JOBS: {
+      unsigned n = 0;
+      if (count_option(ctx, "--llm-jobs", optarg, 1, 256, &n))
+        return KS_EXIT_USAGE;
+      c->llm.jobs = (int)n;
+      break;
+    }
+    case OPT_LLM_PLANS:
+      if (count_option(ctx, "--llm-plans", optarg, 1, 64, &c->llm_plans))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_LLM_CACHE:
+      c->llm_cache = ks_llm_cache_mode_parse(optarg);
+      if (c->llm_cache < 0)
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--llm-cache is rw, ro, off or replay, not '%s'", optarg);
+      break;
+    case OPT_LLM_PRICES: {
+      char *end;
+      double in = strtod(optarg, &end), out = -1;
+      if (*end == ',')
+        out = strtod(end + 1, &end);
+      if (*end || in < 0 || out < 0)
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--llm-prices takes IN,OUT (USD per million tokens), not '%s'",
+                              optarg);
+      c->llm.prices = (ks_llm_prices){.input_per_mtok = in, .output_per_mtok = out, .set = true};
+      break;
+    }
+    case OPT_MAX_COST: {
+      char *end;
+      double v = strtod(optarg, &end);
+      if (end == optarg || *end || v <= 0)
+        return ks_usage_error(ctx, &ks_cmd_optimize, "--max-cost takes a positive USD amount, not '%s'",
+                              optarg);
+      c->llm.limits.max_cost = v;
+      break;
+    }
+    case OPT_MAX_TOKENS: {
+      long n = ks_parse_count(optarg);
+      if (n < 1)
+        return ks_usage_error(ctx, &ks_cmd_optimize, "--max-tokens takes a positive number, not '%s'",
+                              optarg);
+      c->llm.limits.max_tokens = n;
+      break;
+    }
+    case OPT_MAX_REQUESTS: {
+      long n = ks_parse_count(optarg);
+      if (n < 1)
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--max-requests takes a positive number, not '%s'", optarg);
+      c->llm.limits.max_requests = n;
+      break;
+    }
     case OPT_ROUNDS:
       if (count_option(ctx, "--rounds", optarg, 1, 100000, &c->search.rounds))
         return KS_EXIT_USAGE;
@@ -403,6 +512,8 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   optimize_job job = {.ctx = ctx, .scan = &c.src.scan, .kernels = &c.kernels,
                       .search = c.search, .tuning = c.tuning, .json = c.json,
+                      .proposer = c.proposer, .llm = &c.llm,
+                      .llm_cache = (ks_llm_cache_mode)c.llm_cache, .llm_plans = c.llm_plans,
                       .standin = c.standin, .store_dir = store_dir, .store = store,
                       .judge = c.judge, .max_seconds = c.max_seconds,
                       .resume_run = resume_run, .interrupted = &interrupted,

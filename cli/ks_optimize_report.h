@@ -7,7 +7,25 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "ks_llm.h"
+#include "ks_llm_text.h"
 #include "ks_search.h"
+
+/* What one proposer's candidates came to. */
+typedef struct ks_proposer_count {
+  const char *name;        /* "rules", "tuning", "llm"; NULL: unused slot */
+  unsigned candidates, evaluated, correct, faster;
+} ks_proposer_count;
+enum { KS_OUTCOME_PROPOSERS = 4 };
+
+/* What the model did for one kernel. */
+typedef struct ks_outcome_llm {
+  unsigned plans, plans_rejected, children, insights, cached, failed;
+  unsigned rejected[KS_REPLY_NREASONS]; /* executor replies, by reason */
+  bool budget_hit;
+  const char *last_error;
+  ks_llm_tally tally;      /* requests, tokens, cost of this kernel */
+} ks_outcome_llm;
 
 /* One kernel's outcome. */
 typedef struct ks_outcome {
@@ -35,6 +53,9 @@ typedef struct ks_outcome {
                               more time */
   const char *stopped_by;  /* "rounds", "patience", "exhausted" (nothing new
                               to propose) or "budget"; NULL: not searched */
+  ks_proposer_count proposers[KS_OUTCOME_PROPOSERS];
+  bool has_llm;
+  ks_outcome_llm llm;
 } ks_outcome;
 typedef KS_ARRAY(ks_outcome) ks_outcomes;
 
@@ -44,6 +65,7 @@ typedef struct ks_progress_line {
   bool color;
   size_t width;            /* columns of the terminal */
   bool dirty;              /* a live line is showing */
+  const ks_llm_tally *llm; /* the run's model usage, shown when set */
 } ks_progress_line;
 
 void ks_progress_init(ks_progress_line *p, FILE *out, bool color);

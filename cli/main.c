@@ -15,6 +15,7 @@ static const ks_command *const commands[] = {
     &ks_cmd_apply,
     &ks_cmd_revert,
     &ks_cmd_stats,
+    &ks_cmd_export,
     &ks_cmd_scan,
     &ks_cmd_extract,
     &ks_cmd_doctor,

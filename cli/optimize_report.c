@@ -35,13 +35,16 @@ void ks_progress_update(void *arg, const ks_search_progress *s) {
   ks_progress_line *p = arg;
   char left[32];
   format_left(left, sizeof left, s->seconds_left);
-  char line[512];
+  char line[640], llm[128] = "";
+  if (p->llm)
+    snprintf(llm, sizeof llm, ", llm %lld req %.0fk tok $%.2f", p->llm->requests,
+             (double)(p->llm->input_tokens + p->llm->output_tokens) / 1000, p->llm->cost);
   snprintf(line, sizeof line,
-           "%s: round %u/%u, %u evaluated (%u correct), best %.2fx%s%s, %.0f/min, %s left",
+           "%s: round %u/%u, %u evaluated (%u correct), best %.2fx%s%s, %.0f/min%s, %s left",
            s->kernel, s->round, s->rounds, s->evaluated, s->correct, s->best_speedup,
            s->best_techniques && *s->best_techniques ? " " : "",
            s->best_techniques && *s->best_techniques ? s->best_techniques : "",
-           s->evals_per_minute, left);
+           s->evals_per_minute, llm, left);
   if (p->live) {
     size_t n = strlen(line);
     if (n >= p->width)
@@ -69,6 +72,59 @@ static const char *short_name(const char *s, size_t max, char *buf, size_t n) {
     return s;
   snprintf(buf, n, "...%s", s + len - (max - 3));
   return buf;
+}
+
+/* Per proposer over every kernel: candidates, how many were correct and
+ * faster, and for the model its requests, rejected replies, tokens and
+ * cost. Shown when more than the rules proposed. */
+static void print_proposers(FILE *out, const ks_outcomes *o, const char *bold, const char *reset) {
+  ks_proposer_count sum[KS_OUTCOME_PROPOSERS] = {{0}};
+  bool llm = false;
+  ks_llm_tally t = {0};
+  unsigned rejected = 0, plans = 0, cached = 0, insights = 0;
+  for (size_t i = 0; i < o->len; i++) {
+    const ks_outcome *k = &o->items[i];
+    for (size_t p = 0; p < KS_OUTCOME_PROPOSERS && k->proposers[p].name; p++) {
+      size_t s = 0;
+      while (s < KS_OUTCOME_PROPOSERS && sum[s].name && strcmp(sum[s].name, k->proposers[p].name))
+        s++;
+      if (s == KS_OUTCOME_PROPOSERS)
+        continue;
+      sum[s].name = k->proposers[p].name;
+      sum[s].candidates += k->proposers[p].candidates;
+      sum[s].evaluated += k->proposers[p].evaluated;
+      sum[s].correct += k->proposers[p].correct;
+      sum[s].faster += k->proposers[p].faster;
+    }
+    if (k->has_llm) {
+      llm = true;
+      t.requests += k->llm.tally.requests;
+      t.input_tokens += k->llm.tally.input_tokens;
+      t.output_tokens += k->llm.tally.output_tokens;
+      t.cost += k->llm.tally.cost;
+      plans += k->llm.plans;
+      cached += k->llm.cached;
+      insights += k->llm.insights;
+      for (int r = 1; r < KS_REPLY_NREASONS; r++)
+        rejected += k->llm.rejected[r];
+    }
+  }
+  if (!llm && (!sum[0].name || !sum[1].name))
+    return;
+  fprintf(out, "\n%s%-10s %10s %9s %8s %9s  %s%s\n", bold, "proposer", "candidates", "correct",
+          "faster", "accepted", "model", reset);
+  for (size_t s = 0; s < KS_OUTCOME_PROPOSERS && sum[s].name; s++) {
+    char model[160] = "";
+    if (!strcmp(sum[s].name, "llm"))
+      snprintf(model, sizeof model,
+               "%lld requests (%u served from the store), %u plans, %u replies rejected, "
+               "%u insights, %lld+%lld tokens, $%.4f",
+               t.requests, cached, plans, rejected, insights, t.input_tokens, t.output_tokens,
+               t.cost);
+    fprintf(out, "%-10s %10u %9u %8u %8.0f%%  %s\n", sum[s].name, sum[s].candidates,
+            sum[s].correct, sum[s].faster,
+            sum[s].evaluated ? 100.0 * sum[s].correct / sum[s].evaluated : 0.0, model);
+  }
 }
 
 void ks_outcomes_print(FILE *out, const ks_outcomes *o, bool measured, bool color) {
@@ -100,6 +156,7 @@ void ks_outcomes_print(FILE *out, const ks_outcomes *o, bool measured, bool colo
   if (n > 1)
     fprintf(out, "%-28s %10s %10s %7.2fx  (geometric mean over %u kernels)\n", "all", "", "",
             exp(logsum / n), n);
+  print_proposers(out, o, bold, reset);
   if (!measured)
     fprintf(out, "(stand-in judge: these numbers are not measurements)\n");
 }
@@ -162,6 +219,35 @@ int ks_outcomes_json(ks_ctx *ctx, FILE *out, const ks_outcomes *o, long long run
     if (k->stopped_by)
       cJSON_AddStringToObject(j, "stopped_by", k->stopped_by);
     cJSON_AddNumberToObject(j, "seconds", k->seconds);
+    cJSON *props = cJSON_AddObjectToObject(j, "proposers");
+    for (size_t p = 0; p < KS_OUTCOME_PROPOSERS && k->proposers[p].name; p++) {
+      cJSON *pj = cJSON_AddObjectToObject(props, k->proposers[p].name);
+      cJSON_AddNumberToObject(pj, "candidates", k->proposers[p].candidates);
+      cJSON_AddNumberToObject(pj, "evaluated", k->proposers[p].evaluated);
+      cJSON_AddNumberToObject(pj, "correct", k->proposers[p].correct);
+      cJSON_AddNumberToObject(pj, "faster", k->proposers[p].faster);
+    }
+    if (k->has_llm) {
+      cJSON *l = cJSON_AddObjectToObject(j, "llm");
+      cJSON_AddNumberToObject(l, "requests", (double)k->llm.tally.requests);
+      cJSON_AddNumberToObject(l, "failed", k->llm.failed);
+      cJSON_AddNumberToObject(l, "cached", k->llm.cached);
+      cJSON_AddNumberToObject(l, "input_tokens", (double)k->llm.tally.input_tokens);
+      cJSON_AddNumberToObject(l, "output_tokens", (double)k->llm.tally.output_tokens);
+      cJSON_AddNumberToObject(l, "cost", k->llm.tally.cost);
+      cJSON_AddNumberToObject(l, "plans", k->llm.plans);
+      cJSON_AddNumberToObject(l, "plans_rejected", k->llm.plans_rejected);
+      cJSON_AddNumberToObject(l, "children", k->llm.children);
+      cJSON_AddNumberToObject(l, "insights", k->llm.insights);
+      cJSON *rej = cJSON_AddObjectToObject(l, "rejected");
+      for (int r = 1; r < KS_REPLY_NREASONS; r++)
+        if (k->llm.rejected[r])
+          cJSON_AddNumberToObject(rej, ks_reply_reason_name((ks_reply_reason)r),
+                                  k->llm.rejected[r]);
+      cJSON_AddBoolToObject(l, "budget_hit", k->llm.budget_hit);
+      if (k->llm.last_error)
+        cJSON_AddStringToObject(l, "last_error", k->llm.last_error);
+    }
     cJSON_AddItemToArray(arr, j);
   }
   if (n)

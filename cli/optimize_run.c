@@ -159,8 +159,67 @@ static const char *device_text(ks_arena *a, const ks_judge *j) {
                          j->device.cc_minor, *j->device.driver ? j->device.driver : "?");
 }
 
-static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double seconds,
-                         ks_progress_line *progress, ks_arena *a) {
+/* The model's side of a run, shared by its kernels. */
+typedef struct llm_side {
+  bool on;
+  ks_llm_config cfg;         /* resolved */
+  ks_llm_totals totals;
+  ks_llm_client *client;     /* NULL in replay mode */
+  ks_llm_memory memory;      /* the run's insights, shared by its kernels */
+  long long run;
+} llm_side;
+
+static bool uses_llm(const optimize_job *job) {
+  return job->proposer == KS_PROPOSER_LLM || job->proposer == KS_PROPOSER_ALL;
+}
+
+static const char *proposer_name(const optimize_job *job) {
+  static const char *const names[] = {"rules", "tuning", "llm", "all"};
+  return names[job->proposer];
+}
+
+/* Resolves the configuration (flags, environment, the project's and the
+ * user's files) and opens the client; a replay needs no server. */
+static int llm_open(optimize_job *job, llm_side *l, ks_arena *a) {
+  ks_ctx *ctx = job->ctx;
+  ks_llm_sources src = {.project_config = ks_arena_printf(a, "%s/config.json", job->store_dir)};
+  if (ks_llm_config_resolve(ctx, job->llm, &src, a, &l->cfg)) {
+    ks_fail_prefix(ctx, "--proposer llm");
+    return -1;
+  }
+  ks_llm_totals_init(&l->totals, a);
+  if (job->llm_cache != KS_LLM_CACHE_REPLAY && ks_llm_client_new(ctx, &l->cfg, &l->totals, &l->client))
+    return -1;
+  l->on = true;
+  ks_buf d = KS_BUF_INIT;
+  ks_llm_config_describe(&l->cfg, &d);
+  ks_debug(ctx, "llm: %s", d.data);
+  ks_buf_release(&d);
+  return 0;
+}
+
+static void count_proposers(ks_outcome *o, const ks_search_result *r) {
+  for (size_t i = 0; i < r->nodes.len; i++) {
+    const ks_node *n = r->nodes.items[i];
+    if (!n->proposer || !strcmp(n->proposer, "seed"))
+      continue;
+    ks_proposer_count *c = NULL;
+    for (size_t k = 0; k < KS_OUTCOME_PROPOSERS && !c; k++)
+      if (!o->proposers[k].name || !strcmp(o->proposers[k].name, n->proposer))
+        c = &o->proposers[k];
+    if (!c)
+      continue;
+    c->name = n->proposer;
+    c->candidates++;
+    c->evaluated += n->evaluated;
+    c->correct += n->evaluated && (n->verdict == KS_VERDICT_FAST || n->verdict == KS_VERDICT_SAME ||
+                                   n->verdict == KS_VERDICT_SLOW);
+    c->faster += n->evaluated && n->verdict == KS_VERDICT_FAST;
+  }
+}
+
+static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *llm,
+                         double seconds, ks_progress_line *progress, ks_arena *a) {
   ks_ctx *ctx = job->ctx;
   ks_outcome *o = k->outcome;
   ks_variant seed;
@@ -171,7 +230,31 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double sec
 
   ks_rules_proposer rp = {.target = &k->target, .tuning_only = job->tuning};
   ks_judge_evaluator je = {.judge = judge, .target = &k->target};
-  ks_proposer proposer = ks_rules_proposer_make(&rp);
+  ks_proposer rules = ks_rules_proposer_make(&rp);
+  ks_llm_proposer lp = {0};
+  ks_proposer lprop = {0};
+  if (llm->on) {
+    lp = (ks_llm_proposer){.client = llm->client, .cfg = &llm->cfg, .cache = job->llm_cache,
+                           .store = job->store, .run = llm->run, .kernel = k->store_id,
+                           .memory = &llm->memory,
+                           .target = &k->target,
+                           .evolve = job->search.strategy == KS_STRATEGY_EVOLVE,
+                           .per_parent = job->llm_plans};
+    if (judge) {
+      lp.device = (ks_prompt_device){
+          .name = judge->device.name,
+          .arch = ks_arena_printf(a, "sm_%d%d", judge->device.cc_major, judge->device.cc_minor),
+          .sm_count = (unsigned)judge->device.sm_count,
+          .copy_gbps = judge->have_ceilings ? judge->ceilings.bandwidth / 1e9 : 0,
+          .peak_gflops = judge->have_ceilings ? judge->ceilings.flops_fp32 / 1e9 : 0};
+    }
+    lprop = ks_llm_proposer_make(&lp);
+  }
+  const ks_proposer *parts[] = {&rules, &lprop};
+  ks_mixed_proposer mp = {.parts = parts, .nparts = 2};
+  ks_proposer proposer = job->proposer == KS_PROPOSER_LLM   ? lprop
+                         : job->proposer == KS_PROPOSER_ALL ? ks_mixed_proposer_make(&mp)
+                                                            : rules;
   ks_evaluator evaluator = job->standin ? ks_standin_evaluator() : ks_judge_evaluator_make(&je);
   if (judge) {
     rp.sm_count = (unsigned)judge->device.sm_count;
@@ -193,13 +276,35 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, double sec
         s.baseline_ms = rows.items[i].baseline_ms;
   }
   ks_search_result r;
+  progress->llm = llm->on ? &llm->totals.run : NULL;
   int rc = ks_search_run(&s, a, &r);
   ks_progress_end(progress);
   ks_rules_proposer_release(&rp);
+  if (llm->on) {
+    const ks_llm_proposer_stats *st = &lp.stats;
+    o->has_llm = true;
+    o->llm.plans += st->plans;
+    o->llm.plans_rejected += st->plans_rejected;
+    o->llm.children += st->children;
+    o->llm.insights += st->insights;
+    o->llm.cached += st->cached;
+    o->llm.failed += st->failed;
+    o->llm.budget_hit |= st->budget_hit;
+    for (int i = 0; i < KS_REPLY_NREASONS; i++)
+      o->llm.rejected[i] += st->executor.rejected[i];
+    if (st->last_error)
+      o->llm.last_error = ks_arena_strdup(a, st->last_error);
+    const ks_llm_tally *t = ks_llm_totals_account(&llm->totals, k->target.subject.kernel, false);
+    if (t)
+      o->llm.tally = *t;
+    ks_llm_proposer_release(&lp);
+  }
   o->same_code += je.reused;
   ks_judge_evaluator_release(&je);
   if (rc)
     return -1;
+  memset(o->proposers, 0, sizeof o->proposers);
+  count_proposers(o, &r);
   o->baseline_ms = r.baseline_ms;
   o->best_ms = r.baseline_ms;
   o->speedup = 1;
@@ -240,6 +345,7 @@ int optimize_run(optimize_job *job) {
   ks_scan scan = {0};
   bool have_scan = false, judge_open = false;
   ks_judge judge;
+  llm_side llm = {0};
   int exit_code = KS_EXIT_OK;
   ks_outcomes outcomes = {0};
   KS_ARRAY(kjob) jobs = {0};
@@ -339,6 +445,9 @@ int optimize_run(optimize_job *job) {
     goto fail;
   }
 
+  if (uses_llm(job) && llm_open(job, &llm, &arena))
+    goto fail;
+
   /* The store, and the run. One optimize per store at a time: two would
    * judge the same variants twice. The lock dies with its process, kill -9
    * included, so a killed run never blocks its own --resume. */
@@ -361,7 +470,7 @@ int optimize_run(optimize_job *job) {
   } else {
     ks_run_row row = {.status = "running", .command = "optimize",
                       .strategy = ks_strategy_name(job->search.strategy),
-                      .proposer = job->tuning ? "tuning" : "rules", .seed = job->search.seed,
+                      .proposer = proposer_name(job), .seed = job->search.seed,
                       .options = job->argv_json, .device = device};
     if (ks_store_run_begin(ctx, job->store, &row, &runid))
       goto fail;
@@ -369,6 +478,17 @@ int optimize_run(optimize_job *job) {
   ks_kernel_rows stored = {0};
   if (job->resume_run && ks_store_kernels(ctx, job->store, runid, &arena, &stored))
     goto fail;
+  llm.run = runid;
+  if (llm.on && job->resume_run) {
+    /* Budgets span the whole run, resumed parts included. */
+    ks_llm_usage u;
+    if (ks_store_llm_usage(ctx, job->store, runid, 0, &u))
+      goto fail;
+    llm.totals.run.requests = u.calls;
+    llm.totals.run.input_tokens = u.prompt_tokens;
+    llm.totals.run.output_tokens = u.response_tokens;
+    llm.totals.run.cost = u.cost;
+  }
 
   ks_progress_line progress;
   ks_progress_init(&progress, stderr, ctx->color);
@@ -406,7 +526,7 @@ int optimize_run(optimize_job *job) {
     }
     left--;
     double k0 = now_seconds();
-    if (search_kernel(job, k, judge_open ? &judge : NULL, share, &progress, &arena)) {
+    if (search_kernel(job, k, judge_open ? &judge : NULL, &llm, share, &progress, &arena)) {
       k->outcome->status = "failed";
       k->outcome->note = ks_arena_strdup(&arena, ctx->error);
       ks_error(ctx, "%s: %s", k->outcome->kernel, ctx->error);
@@ -444,7 +564,7 @@ int optimize_run(optimize_job *job) {
       if (share < 1)
         break;
       double k0 = now_seconds();
-      if (search_kernel(job, k, judge_open ? &judge : NULL, share, &progress, &arena)) {
+      if (search_kernel(job, k, judge_open ? &judge : NULL, &llm, share, &progress, &arena)) {
         /* The first pass's outcome and store rows stand; --resume can go on. */
         ks_warn(ctx, "%s: continuing its search failed: %s", k->outcome->kernel, ctx->error);
         budget_stopped = true;
@@ -470,6 +590,14 @@ passes_done:
                                  exit_code ? "failed" : budget_stopped ? "stopped" : "done")) {
     goto fail;
   }
+  for (size_t i = 0; llm.on && i < jobs.len; i++)
+    if (jobs.items[i].outcome->llm.budget_hit) {
+      fprintf(stderr, "%s: an LLM budget (--max-cost, --max-tokens, --max-requests) stopped the "
+                      "model's requests: %.4f USD, %lld tokens, %lld requests\n",
+              ctx->prog, llm.totals.run.cost,
+              llm.totals.run.input_tokens + llm.totals.run.output_tokens, llm.totals.run.requests);
+      break;
+    }
   if (budget_stopped && !*job->interrupted)
     fprintf(stderr, "%s: the budget stopped the search before its last round; continue with: "
                     "kernelsmith-cc optimize --resume\n",
@@ -478,8 +606,7 @@ passes_done:
     *ks_array_push(&arena, &outcomes) = *jobs.items[i].outcome;
   if (job->json) {
     if (ks_outcomes_json(ctx, stdout, &outcomes, runid, ks_strategy_name(job->search.strategy),
-                         job->tuning ? "tuning" : "rules", job->search.seed, device,
-                         !job->standin))
+                         proposer_name(job), job->search.seed, device, !job->standin))
       goto fail;
   } else {
     ks_outcomes_print(stdout, &outcomes, !job->standin, ks_color_wanted(stdout) && ctx->color);
@@ -493,6 +620,9 @@ out:
     ks_target_close(&jobs.items[i].target);
   if (judge_open)
     ks_judge_close(&judge);
+  if (llm.client)
+    ks_llm_client_free(llm.client);
+  ks_llm_memory_release(&llm.memory);
   if (job->store)
     ks_store_close(job->store);
   job->store = NULL;

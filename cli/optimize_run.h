@@ -6,9 +6,18 @@
 #include <stdbool.h>
 
 #include "ks_judge.h"
+#include "ks_llm.h"
+#include "ks_propose_llm.h"
 #include "ks_scan.h"
 #include "ks_search.h"
 #include "ks_store.h"
+
+typedef enum ks_proposer_kind {
+  KS_PROPOSER_RULES,
+  KS_PROPOSER_TUNING,
+  KS_PROPOSER_LLM,
+  KS_PROPOSER_ALL,   /* rules and llm */
+} ks_proposer_kind;
 
 typedef struct optimize_job {
   ks_ctx *ctx;
@@ -16,6 +25,10 @@ typedef struct optimize_job {
   const ks_strings *kernels;   /* --kernel names; empty: every kernel with a spec */
   ks_search_options search;    /* max_seconds is the whole run's */
   bool tuning, json, standin;
+  ks_proposer_kind proposer;
+  const ks_llm_config *llm;    /* the flags' LLM settings (resolved in the run) */
+  ks_llm_cache_mode llm_cache;
+  unsigned llm_plans;          /* 0: the proposer's default */
   const char *store_dir;
   ks_store *store;             /* open (resume), or NULL: opened here; closed here */
   ks_judge_options judge;

@@ -16,6 +16,10 @@
 #include "ks_search.h"
 
 static double factor(const char *t, size_t n) {
+  if (n > 4 && !strncmp(t, "llm:", 4)) { /* a model's step is rated by its technique */
+    t += 4;
+    n -= 4;
+  }
   static const struct {
     const char *tag;
     double f;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# optimize --proposer llm end to end on a CPU: a local server replays
+# recorded replies (testdata/llm/replies: real faster kernels, broken and
+# cheating ones) to the planner, executor and summarizer; the stand-in
+# judge rates the children (its numbers are not measurements). Checked:
+# plans, children, rejections by reason, memory entries, a winner; a canary
+# key found nowhere (outputs, store, winners, trajectories); an offline
+# replay (--llm-cache replay, the server gone) giving the same winner;
+# --proposer all; a request budget; a project config that names a server,
+# refused; the trajectories export.
+# usage: llm_e2e.sh KERNELSMITH_CC TESTDATA TESTS_DIR
+set -u
+bin=$1
+data=$2
+here=$3
+. "$here/check.sh"
+
+key=sk-CANARY-e2e-7c1d9f0b3a
+cat >"$tmp/script.json" <<'JSON'
+{"saxpy_kernel": ["saxpy_vec4.txt", "bad_signature.txt", "saxpy_half_cheat.txt",
+                  "bad_host_code.txt", "saxpy_edit.txt", "bad_json.txt"],
+ "gelu_forward_kernel": ["gelu_vec4.txt", "bad_launch.txt"]}
+JSON
+python3 "$here/llm_replay_server.py" "$data/llm/replies" "$tmp/script.json" "$tmp/log.jsonl" \
+  >"$tmp/port" 2>"$tmp/server.err" &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+port=$(awk '{print $2}' "$tmp/port")
+llm=(--llm-url "http://127.0.0.1:$port/v1" --llm-model replay-model)
+
+KERNELSMITH_LLM_KEY=$key "$bin" -q optimize --stand-in-judge --proposer llm --rounds 3 \
+  -k saxpy_kernel -k gelu_forward_kernel "${llm[@]}" --store "$tmp/s" --json "$data/apps" \
+  >"$tmp/r1.json" 2>"$tmp/r1.err"
+check "llm search: exit 0" [ $? -eq 0 ]
+cp "$tmp/s/winners/saxpy_kernel.cu" "$tmp/w1.cu"
+check "llm search: plans, children, rejections by reason, insights, a winner" python3 - "$tmp/r1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["proposer"] == "llm", d["proposer"]
+ks = {k["kernel"]: k for k in d["kernels"]}
+s = ks["saxpy_kernel"]
+l = s["llm"]
+assert l["requests"] > 0 and l["plans"] > 0 and l["children"] > 0, l
+for reason in ("signature_changed", "host_code", "bad_json"):
+    assert l["rejected"].get(reason, 0) > 0, (reason, l["rejected"])
+assert l["insights"] > 0, l
+assert s["status"] == "optimized" and s["techniques"].startswith("llm:"), s
+assert s["proposers"]["llm"]["candidates"] > 0, s["proposers"]
+assert ks["gelu_forward_kernel"]["llm"]["rejected"].get("outside_kernel", 0) > 0
+PY
+check "llm search: the table's proposer line" sh -c "KERNELSMITH_LLM_KEY=$key '$bin' -q optimize --stand-in-judge --proposer llm --rounds 1 -k saxpy_kernel ${llm[*]} --store '$tmp/s' '$data/apps' 2>/dev/null | grep -q '^llm .*requests'"
+check "the server saw planner, executor and summarizer requests" python3 - "$tmp/log.jsonl" <<'PY'
+import json, sys
+agents = [json.loads(l)["agent"] for l in open(sys.argv[1])]
+assert {"planner", "executor", "summarizer"} <= set(agents), set(agents)
+PY
+check "the store keeps requests, replies, plans and insights" python3 - "$tmp/s/kernelsmith.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+calls, req, resp = db.execute("SELECT count(*), count(request), count(response) FROM llm_calls").fetchone()
+assert calls > 0 and req == calls and resp == calls, (calls, req, resp)
+assert db.execute("SELECT count(*) FROM memory WHERE kind = 'insight'").fetchone()[0] > 0
+assert db.execute("SELECT count(*) FROM variants WHERE proposer = 'llm' AND plan IS NOT NULL").fetchone()[0] > 0
+PY
+
+# The trajectories.
+"$bin" export --trajectories "$tmp/t.jsonl" --store "$tmp/s" 2>/dev/null
+"$bin" export --trajectories "$tmp/ti.jsonl" --improving --store "$tmp/s" 2>/dev/null
+check "export: chat-format steps, --improving keeps the faster ones" python3 - "$tmp/t.jsonl" "$tmp/ti.jsonl" <<'PY'
+import json, sys
+alls = [json.loads(l) for l in open(sys.argv[1])]
+imp = [json.loads(l) for l in open(sys.argv[2])]
+assert alls and imp and len(imp) <= len(alls)
+for d in alls:
+    assert [m["role"] for m in d["messages"]] == ["system", "user", "assistant"]
+    assert d["messages"][2]["content"].startswith("```cuda")
+for d in imp:
+    assert d["verdict"] == "FAST" and d["step_speedup"] > 1.01, d
+assert any(d["proposer"] == "llm" and d["plan"] for d in imp)
+PY
+
+# Offline replay: the server is gone; every reply comes from the store.
+kill $server 2>/dev/null
+wait $server 2>/dev/null
+"$bin" -q optimize --stand-in-judge --proposer llm --rounds 3 -k saxpy_kernel \
+  -k gelu_forward_kernel "${llm[@]}" --llm-cache replay --store "$tmp/s" --json "$data/apps" \
+  >"$tmp/r2.json" 2>"$tmp/r2.err"
+check "replay: exit 0, nothing asked, everything served from the store" python3 - "$tmp/r2.json" <<'PY'
+import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]:
+    assert k["llm"]["requests"] == 0 and k["llm"]["cached"] > 0 and k["llm"]["failed"] == 0, k["llm"]
+PY
+check "replay: the same winner, byte for byte" cmp -s "$tmp/w1.cu" "$tmp/s/winners/saxpy_kernel.cu"
+
+# --proposer all: rules and the model share the rounds (replayed).
+"$bin" -q optimize --stand-in-judge --proposer all --rounds 2 -k saxpy_kernel "${llm[@]}" \
+  --llm-cache replay --store "$tmp/s" --json "$data/apps" >"$tmp/r3.json" 2>/dev/null
+check "--proposer all: candidates of both proposers" python3 -c '
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+assert k["proposers"]["rules"]["candidates"] > 0, k["proposers"]
+assert "llm" in k["proposers"] or k["llm"]["failed"] > 0, k' "$tmp/r3.json"
+
+# A request budget stops the model cleanly.
+python3 "$here/llm_replay_server.py" "$data/llm/replies" "$tmp/script.json" "$tmp/log2.jsonl" \
+  >"$tmp/port2" 2>/dev/null &
+server=$!
+for _ in $(seq 50); do [ -s "$tmp/port2" ] && break; sleep 0.1; done
+port2=$(awk '{print $2}' "$tmp/port2")
+KERNELSMITH_LLM_KEY=$key "$bin" -q optimize --stand-in-judge --proposer llm --rounds 5 \
+  -k saxpy_kernel --llm-url "http://127.0.0.1:$port2/v1" --llm-model other-model \
+  --llm-cache off --max-requests 3 --store "$tmp/b" --json "$data/apps" \
+  >"$tmp/b.json" 2>"$tmp/b.err"
+check "budget: exit 0" [ $? -eq 0 ]
+check "budget: said once, at most 3 requests reached the server" sh -c "grep -q 'an LLM budget' '$tmp/b.err' && [ \$(wc -l <'$tmp/log2.jsonl') -le 3 ]"
+check "budget: the JSON says so" python3 -c '
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+assert k["llm"]["budget_hit"] is True and k["llm"]["requests"] <= 3, k["llm"]' "$tmp/b.json"
+
+# A project's config may not name the server.
+mkdir -p "$tmp/p"
+echo '{"url": "http://attacker.invalid/v1", "model": "x"}' >"$tmp/p/config.json"
+KERNELSMITH_LLM_KEY=$key "$bin" -q optimize --stand-in-judge --proposer llm --rounds 1 \
+  -k saxpy_kernel --llm-model m --store "$tmp/p" "$data/apps" >/dev/null 2>"$tmp/p.err"
+check "project config naming a server: refused" [ $? -ne 0 ]
+check "... in one line naming the file and the field" sh -c "[ \$(wc -l <'$tmp/p.err') -eq 1 ] && grep -q 'config.json' '$tmp/p.err' && grep -q 'url' '$tmp/p.err'"
+
+# The canary key: nowhere in what the tool wrote.
+check "the key appears in no output, store, winner or export" sh -c "! grep -rqa -- '$key' '$tmp'/r1.json '$tmp'/r1.err '$tmp'/r2.json '$tmp'/r2.err '$tmp'/b.json '$tmp'/b.err '$tmp'/p.err '$tmp'/t.jsonl '$tmp'/ti.jsonl '$tmp'/s '$tmp'/b"
+[ $fails -eq 0 ]
