@@ -20,7 +20,7 @@ enum { KS_OUTCOME_PROPOSERS = 4 };
 
 /* What the model did for one kernel. */
 typedef struct ks_outcome_llm {
-  unsigned plans, plans_rejected, children, insights, cached, failed;
+  unsigned plans, plans_rejected, children, retries, insights, cached, failed;
   unsigned rejected[KS_REPLY_NREASONS]; /* executor replies, by reason */
   bool budget_hit;
   const char *last_error;

@@ -238,6 +238,7 @@ int ks_outcomes_json(ks_ctx *ctx, FILE *out, const ks_outcomes *o, long long run
       cJSON_AddNumberToObject(l, "plans", k->llm.plans);
       cJSON_AddNumberToObject(l, "plans_rejected", k->llm.plans_rejected);
       cJSON_AddNumberToObject(l, "children", k->llm.children);
+      cJSON_AddNumberToObject(l, "retries", k->llm.retries);
       cJSON_AddNumberToObject(l, "insights", k->llm.insights);
       cJSON *rej = cJSON_AddObjectToObject(l, "rejected");
       for (int r = 1; r < KS_REPLY_NREASONS; r++)

@@ -286,6 +286,7 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *
     o->llm.plans += st->plans;
     o->llm.plans_rejected += st->plans_rejected;
     o->llm.children += st->children;
+    o->llm.retries += st->retries;
     o->llm.insights += st->insights;
     o->llm.cached += st->cached;
     o->llm.failed += st->failed;

@@ -79,6 +79,18 @@ static int standin_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned r
   const char *src = node->variant.source ? node->variant.source : "";
   slow_down(src);
   const char *chain = node->techniques ? node->techniques : "";
+  if (strstr(src, "KS_STANDIN_NOCOMPILE")) {
+    /* As NVRTC would say it, about the variant's own file. */
+    const char *file = node->variant.file ? node->variant.file : "variant.cu";
+    out->verdict = KS_VERDICT_COMPILE_ERROR;
+    out->reason = "stand-in judge: does not compile";
+    out->compile_log = ks_arena_printf(arena,
+                                       "%s(3): error: identifier \"KS_STANDIN_NOCOMPILE\" is "
+                                       "undefined\n\n1 error detected in the compilation of "
+                                       "\"unit.cu\".\n",
+                                       file);
+    return 0;
+  }
   if (strstr(src, "KS_STANDIN_WRONG") || strstr(chain, "wrong")) {
     out->verdict = KS_VERDICT_WRONG;
     out->reason = "stand-in judge: marked wrong";

@@ -46,6 +46,8 @@ const char *ks_llm_cache_mode_name(ks_llm_cache_mode m);
 typedef struct ks_llm_proposer_stats {
   unsigned plans, plans_rejected;      /* planner replies */
   unsigned children;                   /* executor replies made into variants */
+  unsigned retries;                    /* second tries of children that did not
+                                          compile, with the compiler's messages */
   ks_reply_tally executor;             /* executor replies by reason */
   unsigned insights, insights_rejected;
   unsigned cached;                     /* replies served from the store */

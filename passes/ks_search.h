@@ -55,6 +55,7 @@ typedef struct ks_node {
   bool evaluated;
   ks_verdict verdict;
   const char *reason;
+  const char *compile_log; /* NVRTC's log of a COMPILE_ERROR (this search only) */
   double speedup, speedup_low; /* vs the original, interleaved timing */
   double median_ms;
   int registers;
@@ -70,6 +71,10 @@ typedef struct ks_proposal {
   const char *proposer;    /* who made it ("rules", "llm"); NULL: the
                               proposer's own name */
   const char *plan;        /* the plan it implements (an LLM's); NULL: none */
+  const ks_node *parent;   /* what it was made from, when not the parent the
+                              proposer was asked about (an LLM's second try at
+                              an earlier child that did not compile); NULL:
+                              that parent */
 } ks_proposal;
 typedef KS_ARRAY(ks_proposal) ks_proposals;
 

@@ -21,9 +21,17 @@ typedef struct asked {
   unsigned n;
 } asked;
 
+/* A child that did not compile, to be written again with the compiler's
+ * diagnostics about its own lines. */
+typedef struct retry {
+  const ks_node *parent;
+  const char *plan, *technique, *feedback;
+} retry;
+
 typedef struct llm_state {
   KS_ARRAY(asked) asked;
   KS_ARRAY(pair) pending;
+  KS_ARRAY(retry) retries;
 } llm_state;
 
 /* One request through the cache and the client. */
@@ -244,10 +252,48 @@ static bool correct(const ks_node *n) {
 
 static double speed(const ks_node *n) { return n->speedup > 0 ? n->speedup : 1; }
 
+/* The last step of a chain: "block=128 > llm:vec4" -> "llm:vec4". */
+static const char *last_step(const char *chain) {
+  const char *s = chain ? strrchr(chain, '>') : NULL;
+  return s ? s + 2 : chain ? chain : "";
+}
+
+static bool is_retry(const ks_node *n) {
+  const char *step = last_step(n->techniques);
+  size_t len = strlen(step);
+  return len >= 4 && !strcmp(step + len - 4, "+fix");
+}
+
+/* One second try per child that did not compile (never a try of a try):
+ * the compiler's messages about the variant's own lines go back to the
+ * executor, nothing about the slice or the toolkit. */
+static void queue_retry(ks_llm_proposer *p, const ks_node *node, const ks_node *parent) {
+  llm_state *s = state_of(p);
+  if (!parent || !node->plan || is_retry(node) || s->retries.len >= PENDING_MAX)
+    return;
+  const char *diag = ks_prompt_diagnostics(&p->arena, node->compile_log ? node->compile_log : "",
+                                           node->variant.file, 0);
+  if (!diag || !*diag)
+    diag = node->reason ? node->reason : "the variant did not compile";
+  *ks_array_push(&p->arena, &s->retries) =
+      (retry){.parent = parent, .plan = ks_arena_strdup(&p->arena, node->plan),
+              .technique = ks_arena_strdup(&p->arena, last_step(node->techniques)),
+              .feedback = ks_arena_printf(&p->arena,
+                                          "Your last implementation of this plan did not "
+                                          "compile. The compiler said, about your code:\n%s",
+                                          diag)};
+}
+
 static int llm_observe(void *self, ks_ctx *ctx, const ks_node *node, const ks_node *parent) {
   (void)ctx;
   ks_llm_proposer *p = self;
-  if (!node->proposer || strcmp(node->proposer, "llm") || !correct(node) || !correct(parent))
+  if (!node->proposer || strcmp(node->proposer, "llm"))
+    return 0;
+  if (node->evaluated && node->verdict == KS_VERDICT_COMPILE_ERROR) {
+    queue_retry(p, node, parent);
+    return 0;
+  }
+  if (!correct(node) || !correct(parent))
     return 0;
   double ratio = speed(node) / speed(parent);
   if (ratio < 1.03 && ratio > 0.97)
@@ -333,6 +379,56 @@ static int llm_propose(void *self, ks_ctx *ctx, const ks_node *parent,
     n = want;
   const char *kernel = p->target->subject.kernel;
   const ks_llm_memory *mem = p->memory;
+  const ks_workload *timed = NULL;
+  for (size_t w = 0; w < p->target->nworkloads; w++)
+    if (p->target->workloads[w].timed)
+      timed = &p->target->workloads[w];
+
+  /* Second tries first: they take this draw's first slots. */
+  llm_state *s = state_of(p);
+  if (s->retries.len) {
+    size_t nr = s->retries.len < n ? s->retries.len : n;
+    call *fix = ks_arena_alloc(&scratch, nr * sizeof *fix);
+    for (size_t i = 0; i < nr; i++) {
+      const retry *r = &s->retries.items[i];
+      ks_executor_input in = {.kernel = kernel, .parent = &r->parent->variant, .plan = r->plan,
+                              .spec = &p->target->spec,
+                              .timed_launch = timed ? &timed->launch : NULL,
+                              .feedback = r->feedback};
+      ks_prompt prompt;
+      ks_prompt_executor(&scratch, &in, &prompt);
+      call_init(p, &scratch, &fix[i], "executor", &prompt, kernel);
+    }
+    if (run_calls(ctx, p, fix, nr, &scratch))
+      goto out;
+    for (size_t i = 0; i < nr; i++) {
+      const retry *r = &s->retries.items[i];
+      p->stats.retries++;
+      if (!fix[i].text)
+        continue;
+      ks_reply_result child;
+      if (ks_reply_child(ctx, fix[i].text, &r->parent->variant, r->parent->variant.file, arena,
+                         &p->stats.executor, &child))
+        goto out;
+      if (child.reason != KS_REPLY_OK)
+        continue;
+      p->stats.children++;
+      ks_proposal *prop = ks_array_push(arena, out);
+      prop->variant = child.child;
+      prop->is_template = r->parent->is_template;
+      prop->technique = ks_arena_printf(arena, "%s+fix", r->technique);
+      prop->proposer = "llm";
+      prop->plan = ks_arena_strdup(arena, r->plan);
+      prop->parent = r->parent;
+    }
+    memmove(s->retries.items, s->retries.items + nr, (s->retries.len - nr) * sizeof(retry));
+    s->retries.len -= nr;
+    n -= (unsigned)nr;
+  }
+  if (!n) {
+    rc = 0;
+    goto out;
+  }
 
   /* The planner: one request per child, each told which slot it fills so
    * that the plans (and the cache keys) differ. */
@@ -377,10 +473,6 @@ static int llm_propose(void *self, ks_ctx *ctx, const ks_node *parent,
       continue;
     }
     p->stats.plans++;
-    const ks_workload *timed = NULL;
-    for (size_t w = 0; w < p->target->nworkloads; w++)
-      if (p->target->workloads[w].timed)
-        timed = &p->target->workloads[w];
     ks_executor_input in = {.kernel = kernel, .parent = &parent->variant,
                             .plan = planned[i].text, .spec = &p->target->spec,
                             .timed_launch = timed ? &timed->launch : NULL};

@@ -173,6 +173,9 @@ static void note_eval(search_state *st, ks_node *n, const ks_eval *e) {
   n->evaluated = true;
   n->verdict = e->verdict;
   n->reason = e->reason ? ks_arena_strdup(st->arena, e->reason) : NULL;
+  n->compile_log = e->verdict == KS_VERDICT_COMPILE_ERROR && e->compile_log
+                       ? ks_arena_strdup(st->arena, e->compile_log)
+                       : NULL;
   n->speedup = e->speedup;
   n->speedup_low = e->speedup_low;
   n->median_ms = e->cand_median_ms;
@@ -510,7 +513,7 @@ int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *i
     }
     if (!p->variant.file)
       p->variant.file = ks_arena_printf(st->arena, "%s.variant.cu", s->kernel);
-    ks_node *n = ks_search_add(st, parent, &p->variant, p->is_template,
+    ks_node *n = ks_search_add(st, p->parent ? p->parent : parent, &p->variant, p->is_template,
                                p->proposer ? p->proposer : s->proposer->name,
                                p->technique, p->plan, (int)st->round, island);
     if (!n)

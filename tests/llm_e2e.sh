@@ -17,8 +17,8 @@ here=$3
 
 key=sk-CANARY-e2e-7c1d9f0b3a
 cat >"$tmp/script.json" <<'JSON'
-{"saxpy_kernel": ["saxpy_vec4.txt", "bad_signature.txt", "saxpy_half_cheat.txt",
-                  "bad_host_code.txt", "saxpy_edit.txt", "bad_json.txt"],
+{"saxpy_kernel": ["saxpy_nocompile.txt", "saxpy_vec4.txt", "bad_signature.txt",
+                  "saxpy_half_cheat.txt", "bad_host_code.txt", "saxpy_edit.txt", "bad_json.txt"],
  "gelu_forward_kernel": ["gelu_vec4.txt", "bad_launch.txt"]}
 JSON
 python3 "$here/llm_replay_server.py" "$data/llm/replies" "$tmp/script.json" "$tmp/log.jsonl" \
@@ -47,6 +47,7 @@ for reason in ("signature_changed", "host_code", "bad_json"):
 assert l["insights"] > 0, l
 assert s["status"] == "optimized" and s["techniques"].startswith("llm:"), s
 assert s["proposers"]["llm"]["candidates"] > 0, s["proposers"]
+assert l["retries"] > 0, l  # the child that did not compile was written again
 assert ks["gelu_forward_kernel"]["llm"]["rejected"].get("outside_kernel", 0) > 0
 PY
 check "llm search: the table's proposer line" sh -c "KERNELSMITH_LLM_KEY=$key '$bin' -q optimize --stand-in-judge --proposer llm --rounds 1 -k saxpy_kernel ${llm[*]} --store '$tmp/s' '$data/apps' 2>/dev/null | grep -q '^llm .*requests'"
@@ -54,6 +55,8 @@ check "the server saw planner, executor and summarizer requests" python3 - "$tmp
 import json, sys
 agents = [json.loads(l)["agent"] for l in open(sys.argv[1])]
 assert {"planner", "executor", "summarizer"} <= set(agents), set(agents)
+fb = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["feedback"]]
+assert fb and all(r["agent"] == "executor" for r in fb), fb
 PY
 check "the store keeps requests, replies, plans and insights" python3 - "$tmp/s/kernelsmith.db" <<'PY'
 import sqlite3, sys

@@ -12,8 +12,8 @@ The planner gets REPLIES_DIR/planner.txt, the summarizer summarizer.txt,
 and the executor, for the first kernel of SCRIPT (a JSON object: kernel
 name -> list of reply files) named in its prompt, the next file of that
 kernel's list, in turn. Each request is appended to LOG.jsonl (path, agent,
-kernel, reply file, and whether an authorization header came), so a test
-can count them. Standard library only."""
+kernel, reply file, whether the prompt carried compiler feedback and
+whether an authorization header came), so a test can count them. Standard library only."""
 import json
 import sys
 import threading
@@ -67,6 +67,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK, open(LOGPATH, "a") as log:
             log.write(json.dumps({"path": self.path, "agent": agent, "kernel": kernel,
                                   "reply": name,
+                                  "feedback": "did not compile" in json.dumps(body),
                                   "auth": bool(self.headers.get("Authorization") or
                                                self.headers.get("x-api-key"))}) + "\n")
         model = body.get("model", "replay")
