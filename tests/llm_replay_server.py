@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A local model server that answers the LLM proposer from recorded replies.
 
-    llm_replay_server.py REPLIES_DIR SCRIPT.json LOG.jsonl
+    llm_replay_server.py REPLIES_DIR SCRIPT.json LOG.jsonl [BODIES.jsonl]
 
 It serves the OpenAI chat completions API (any path ending in
 /chat/completions) and the Anthropic Messages API (/v1/messages) on
@@ -20,6 +20,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPLIES, SCRIPT, LOGPATH = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
+BODIES = sys.argv[4] if len(sys.argv) > 4 else None  # every request body, one per line
 NEXT = {}
 LOCK = threading.Lock()
 
@@ -64,6 +65,9 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(n) or b"{}")
         agent, kernel, name = answer(body)
         text = read(name)
+        if BODIES:
+            with LOCK, open(BODIES, "a") as f:
+                f.write(json.dumps(body) + "\n")
         with LOCK, open(LOGPATH, "a") as log:
             log.write(json.dumps({"path": self.path, "agent": agent, "kernel": kernel,
                                   "reply": name,
