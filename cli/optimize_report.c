@@ -35,9 +35,15 @@ void ks_progress_update(void *arg, const ks_search_progress *s) {
   ks_progress_line *p = arg;
   char left[32];
   format_left(left, sizeof left, s->seconds_left);
-  char line[640], llm[128] = "";
-  if (p->llm)
-    snprintf(llm, sizeof llm, ", llm %lld req %.0fk tok $%.2f", p->llm->requests,
+  char line[640], llm[256] = "";
+  size_t at = 0;
+  /* With a model, each proposer's judged and correct candidates, and the
+   * model's requests, tokens and cost so far. */
+  for (unsigned k = 0; p->llm && k < s->nproposers && at < sizeof llm; k++)
+    at += (size_t)snprintf(llm + at, sizeof llm - at, ", %s %u/%u ok", s->proposers[k].name,
+                           s->proposers[k].correct, s->proposers[k].evaluated);
+  if (p->llm && at < sizeof llm)
+    snprintf(llm + at, sizeof llm - at, ", model %lld req %.0fk tok $%.2f", p->llm->requests,
              (double)(p->llm->input_tokens + p->llm->output_tokens) / 1000, p->llm->cost);
   snprintf(line, sizeof line,
            "%s: round %u/%u, %u evaluated (%u correct), best %.2fx%s%s, %.0f/min%s, %s left",

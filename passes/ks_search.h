@@ -163,6 +163,13 @@ typedef struct ks_search_progress {
   double evals_per_minute;
   double seconds_left;     /* estimate from the budgets; < 0: unknown */
   bool round_done;
+  /* Per proposer that made candidates (the seed not counted): judged, and
+   * judged correct. */
+  struct {
+    const char *name;
+    unsigned evaluated, correct;
+  } proposers[4];
+  unsigned nproposers;
 } ks_search_progress;
 
 typedef struct ks_search_result {

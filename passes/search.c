@@ -224,6 +224,21 @@ void ks_search_report(search_state *st, bool round_done) {
       left = by_rounds;
   }
   p.seconds_left = left < 0 ? -1 : left;
+  for (size_t i = 0; i < st->res->nodes.len; i++) {
+    const ks_node *n = st->res->nodes.items[i];
+    if (!n->evaluated || !n->proposer || !strcmp(n->proposer, "seed"))
+      continue;
+    unsigned k = 0;
+    while (k < p.nproposers && strcmp(p.proposers[k].name, n->proposer))
+      k++;
+    if (k == p.nproposers) {
+      if (k == 4)
+        continue;
+      p.proposers[p.nproposers++].name = n->proposer;
+    }
+    p.proposers[k].evaluated++;
+    p.proposers[k].correct += ks_node_correct(n);
+  }
   s->progress(s->progress_arg, &p);
 }
 
