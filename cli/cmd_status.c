@@ -133,6 +133,9 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     long long evals = 0;
     if (ks_store_eval_count(ctx, store, r->id, &evals))
       goto fail;
+    ks_llm_usage llm = {0};
+    if (ks_store_llm_usage(ctx, store, r->id, 0, &llm))
+      goto fail;
     if (json) {
       cJSON *j = cJSON_CreateObject();
       cJSON_AddNumberToObject(j, "run", (double)r->id);
@@ -148,11 +151,22 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       if (r->device)
         cJSON_AddStringToObject(j, "device", r->device);
       cJSON_AddNumberToObject(j, "evaluations", (double)evals);
+      if (llm.calls) {
+        cJSON *l = cJSON_AddObjectToObject(j, "llm");
+        cJSON_AddNumberToObject(l, "calls", (double)llm.calls);
+        cJSON_AddNumberToObject(l, "input_tokens", (double)llm.prompt_tokens);
+        cJSON_AddNumberToObject(l, "output_tokens", (double)llm.response_tokens);
+        cJSON_AddNumberToObject(l, "cost", llm.cost);
+        cJSON_AddNumberToObject(l, "seconds", llm.seconds);
+      }
       cJSON_AddItemToArray(jruns, j);
     } else {
       printf("%-5lld %-20.20s %-11s %-7s %-7s %-6lld %s\n", r->id, r->started ? r->started : "",
              r->status, r->strategy ? r->strategy : "", r->proposer ? r->proposer : "", evals,
              r->device ? r->device : "");
+      if (llm.calls)
+        printf("      model: %lld calls, %lld+%lld tokens, $%.4f, %.0f s\n", llm.calls,
+               llm.prompt_tokens, llm.response_tokens, llm.cost, llm.seconds);
     }
   }
 

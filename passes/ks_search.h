@@ -60,6 +60,8 @@ typedef struct ks_node {
   double median_ms;
   int registers;
   double bw_fraction;
+  double flop_fraction;    /* of the measured FP32 ceiling; 0: unknown (this
+                              search's evaluations only, not the store's) */
 } ks_node;
 typedef KS_ARRAY(ks_node *) ks_nodes;
 

@@ -434,6 +434,7 @@ static int llm_propose(void *self, ks_ctx *ctx, const ks_node *parent,
    * that the plans (and the cache keys) differ. */
   ks_prompt_variant pv = prompt_variant(parent, true);
   ks_prompt_profile prof = {.time_ms = parent->median_ms, .bw_fraction = parent->bw_fraction,
+                            .flop_fraction = parent->flop_fraction,
                             .registers = parent->registers};
   ks_prompt_variant *best = ks_arena_alloc(&scratch, (ninsp + 1) * sizeof *best);
   for (size_t i = 0; i < ninsp; i++)

@@ -181,6 +181,7 @@ static void note_eval(search_state *st, ks_node *n, const ks_eval *e) {
   n->median_ms = e->cand_median_ms;
   n->registers = e->cand_registers;
   n->bw_fraction = e->cand_bw_fraction;
+  n->flop_fraction = e->cand_flop_fraction;
   ks_search_result *r = st->res;
   if (ks_node_correct(n)) {
     r->correct++;
