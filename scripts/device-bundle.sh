@@ -21,12 +21,19 @@ for t in test_slice test_kast test_store test_search test_rules test_runtime_hea
   [ -x $build/tests/$t ] && bins+=($build/tests/$t)
 done
 cp "${bins[@]}" "$stage/bin/"
+# The injection library profile loads into applications, where the tool
+# looks for it when installed (bin/../lib/kernelsmith/).
+if [ -f $build/runtime/inject/libkernelsmith_inject.so ]; then
+  mkdir -p "$stage/lib/kernelsmith"
+  cp $build/runtime/inject/libkernelsmith_inject.so "$stage/lib/kernelsmith/"
+  [ -x $build/tests/test_inject ] && cp $build/tests/test_inject "$stage/bin/"
+fi
 
 # Every library the binaries load, except the C runtime and the CUDA toolkit's
 # own (the GPU machine has those, at the same paths).
 for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libnvrtc*|libcuda.so*) ;;
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libnvrtc*|libcuda.so*|libcupti*) ;;
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done

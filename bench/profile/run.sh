@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# profile's evidence on a GPU machine: every test app built from its own
+# Makefile, run plainly and under `kernelsmith-cc profile`; per app, the
+# profile's mean GPU time of the app's timed kernel against the app's own
+# event timing (median of its timed launches), and the wall time with the
+# injection library against without (median of three runs each). Prints a
+# table and writes bench/results/profile-<gpu>-<date>.json.
+#
+#   bench/profile/run.sh        KS_BIN (default build/cli/kernelsmith-cc),
+#                               KS_INJECT_LIB (default: beside KS_BIN's build
+#                               or install), KS_RESULTS (default bench/results), NVCC
+#
+# The overhead compares the app's wall time with the injection library
+# loaded (what `profile` runs) against without; the profile's own scan of
+# the sources, done once after the app, is not part of it.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bin=$(realpath "${KS_BIN:-build/cli/kernelsmith-cc}")
+lib=${KS_INJECT_LIB:-$(dirname "$bin")/../runtime/inject/libkernelsmith_inject.so}
+[ -f "$lib" ] || lib=$(dirname "$bin")/../lib/kernelsmith/libkernelsmith_inject.so
+[ -f "$lib" ] || { echo "no injection library (set KS_INJECT_LIB)"; exit 1; }
+lib=$(realpath "$lib")
+out=${KS_RESULTS:-bench/results}
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+apps=(saxpy gelu reduce_sum softmax layernorm transpose sgemm stencil2d histogram prefix_sum spmv_csr gemv)
+cp -r testdata/apps "$tmp/apps"
+make -s -C "$tmp/apps" NVCC="$nvcc" -j"$(nproc)" >"$tmp/build.log" 2>&1 || { tail "$tmp/build.log"; exit 1; }
+
+wall() { # dir app [inject] -> seconds
+  local t0 t1
+  t0=$(date +%s.%N)
+  if [ -n "${3:-}" ]; then
+    rm -f "$tmp/$2.jsonl"
+    (cd "$1/$2" && CUDA_INJECTION64_PATH=$lib KERNELSMITH_PROFILE_OUT=$tmp/$2.jsonl ./"$2") \
+      >"$tmp/$2.i.out" 2>&1
+  else
+    (cd "$1/$2" && ./"$2") >"$tmp/$2.out" 2>&1
+  fi
+  t1=$(date +%s.%N)
+  python3 -c "print($t1 - $t0)"
+}
+median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+
+rows=""
+printf '%-11s %-28s %10s %10s %7s %9s %9s %8s\n' app kernel "app ms" "profile ms" diff "plain s" "profile s" overhead
+for app in "${apps[@]}"; do
+  p1=$(wall "$tmp/apps" "$app"); p2=$(wall "$tmp/apps" "$app"); p3=$(wall "$tmp/apps" "$app")
+  q1=$(wall "$tmp/apps" "$app" inject); q2=$(wall "$tmp/apps" "$app" inject)
+  q3=$(wall "$tmp/apps" "$app" inject)
+  (cd "$tmp/apps/$app" && KERNELSMITH_INJECT_LIB=$lib "$bin" -q profile -o "$tmp/$app.json" -- ./"$app") \
+    >"$tmp/$app.p.out" 2>"$tmp/$app.p.err"
+  plain=$(median3 "$p1" "$p2" "$p3"); prof=$(median3 "$q1" "$q2" "$q3")
+  line=$(python3 - "$tmp/$app.out" "$tmp/$app.json" "$app" "$plain" "$prof" <<'PY'
+import json, re, sys
+out, prof, app, plain, profs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+m = re.search(r"^%s: kernel (\S+) ([0-9.]+) ms" % re.escape(app), open(out).read(), re.M)
+kernel, app_ms = (m.group(1), float(m.group(2))) if m else ("?", 0.0)
+p = json.load(open(prof))
+ks = p.get("kernels", [])
+names = kernel.split("+")
+# the app's own timing of several kernels (prefix_sum) is their sum per run
+mean = 0.0
+for n in names:
+    k = next((k for k in ks if n in (k.get("demangled") or k.get("mangled", ""))), None)
+    mean += k["mean_ms"] if k else 0.0
+diff = (mean - app_ms) / app_ms * 100 if app_ms else 0.0
+over = (profs - plain) / plain * 100 if plain else 0.0
+print(json.dumps({"app": app, "kernel": kernel, "app_ms": app_ms, "profile_mean_ms": mean,
+                  "diff_percent": diff, "plain_s": plain, "profile_s": profs,
+                  "overhead_percent": over, "ended_normally": p.get("ended_normally"),
+                  "hot": [(k.get("demangled"), k.get("share")) for k in ks[:3]]}))
+PY
+)
+  rows="$rows$line,"
+  python3 -c "
+import json,sys; r=json.loads(sys.argv[1])
+print(f\"{r['app']:<11} {r['kernel'][:28]:<28} {r['app_ms']:10.4f} {r['profile_mean_ms']:10.4f} {r['diff_percent']:6.1f}% {r['plain_s']:9.2f} {r['profile_s']:9.2f} {r['overhead_percent']:7.1f}%\")" "$line"
+done
+dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+label=$(echo "${dev:-gpu}" | sed 's/NVIDIA //; s/ /-/g' | tr 'A-Z' 'a-z')
+mkdir -p "$out"
+echo "{\"device\": \"$dev\", \"date\": \"$(date +%F)\", \"command\": \"bench/profile/run.sh\", \"apps\": [${rows%,}]}" \
+  | python3 -m json.tool >"$out/profile-$label-$(date +%F).json"
+echo "wrote $out/profile-$label-$(date +%F).json"
