@@ -18,6 +18,7 @@
 
 #include "ks_cli.h"
 #include "ks_optimize_report.h"
+#include "ks_profile.h"
 #include "optimize_run.h"
 #include "ks_rules.h"
 #include "ks_search.h"
@@ -45,6 +46,10 @@ static const char usage[] =
     "options:\n"
     "  -k, --kernel NAME    only this kernel (repeat for more; default: every kernel\n"
     "                       with a spec)\n"
+    "      --profile FILE   only the hot kernels of a profile that kernelsmith-cc\n"
+    "                       profile wrote (docs/profile.md)\n"
+    "      --top N          with --profile: the N with the most GPU time (default 5)\n"
+    "      --min-share P    with --profile: those with P% of the GPU time or more\n"
     "      --strategy S     evolve (islands and a MAP-Elites archive; default) or\n"
     "                       beam (the best B, N proposals each)\n"
     "      --proposer P     rules (every rewrite; default), tuning (launch\n"
@@ -114,6 +119,9 @@ typedef struct config {
   const char *store_dir;
   ks_judge_options judge;
   double max_seconds;
+  const char *profile;        /* --profile: the hot kernels become `kernels` */
+  unsigned top;               /* --top; 0: not given */
+  double min_share;           /* --min-share, percent; 0: not given */
   ks_arena arena;
   bool src_init;
 } config;
@@ -129,7 +137,7 @@ enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECO
        OPT_RESUME, OPT_STORE, OPT_SAMPLE_SECONDS, OPT_DEVICE, OPT_TIMEOUT, OPT_STANDIN,
        OPT_JSON, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_API, OPT_LLM_KEY_FILE, OPT_LLM_JOBS,
        OPT_LLM_PLANS, OPT_LLM_CACHE, OPT_LLM_PRICES, OPT_MAX_COST, OPT_MAX_TOKENS,
-       OPT_MAX_REQUESTS };
+       OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE };
 
 static int count_option(ks_ctx *ctx, const char *name, const char *arg, long lo, long hi,
                         unsigned *out) {
@@ -187,6 +195,9 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       {"max-cost", required_argument, NULL, OPT_MAX_COST},
       {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
       {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
+      {"profile", required_argument, NULL, OPT_PROFILE},
+      {"top", required_argument, NULL, OPT_TOP},
+      {"min-share", required_argument, NULL, OPT_MIN_SHARE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args_init(&c->src, argc);
@@ -376,6 +387,23 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
     case OPT_JSON:
       c->json = true;
       break;
+    case OPT_PROFILE:
+      c->profile = ks_arena_strdup(&c->arena, optarg);
+      break;
+    case OPT_TOP:
+      if (count_option(ctx, "--top", optarg, 1, 100000, &c->top))
+        return KS_EXIT_USAGE;
+      break;
+    case OPT_MIN_SHARE: {
+      char *end;
+      double v = strtod(optarg, &end);
+      if (end == optarg || *end || v <= 0 || v > 100)
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--min-share takes a percentage above 0 and up to 100, not '%s'",
+                              optarg);
+      c->min_share = v;
+      break;
+    }
     case 'h':
       return -2;
     case ':':
@@ -385,6 +413,11 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
     }
   }
   ks_source_args_paths(&c->src, argc, argv, optind);
+  if (c->profile && c->kernels.len)
+    return ks_usage_error(ctx, &ks_cmd_optimize, "--profile and --kernel both choose the kernels; "
+                                                 "give one of them");
+  if (!c->profile && (c->top || c->min_share > 0))
+    return ks_usage_error(ctx, &ks_cmd_optimize, "--top and --min-share choose from a --profile");
   return 0;
 }
 
@@ -434,6 +467,42 @@ static int stored_argv(ks_ctx *ctx, const char *json, ks_arena *a, int *argc, ch
   cJSON_Delete(root);
   return 0;
 }
+
+/* --- profile: the hot kernels of --profile, as --kernel names ---
+ * The scan kernel each maps to is named by its signature, which tells
+ * overloads apart; a template's instantiations were added up into one.
+ * optimize_run warns about each one without a spec. */
+static int profile_kernels(ks_ctx *ctx, config *c) {
+  ks_profile p;
+  if (ks_profile_load(ctx, c->profile, &p))
+    return -1;
+  unsigned top = c->top ? c->top : c->min_share > 0 ? 0 : 5;
+  ks_profile_picks picks = {0};
+  ks_profile_select(&p, top, c->min_share, &c->arena, &picks);
+  for (size_t i = 0; i < picks.len; i++) {
+    const ks_profile_pick *k = &picks.items[i];
+    if (k->source) {
+      ks_info(ctx, "hot kernel %s: %.1f%% of the GPU time (%s:%u)", k->source->qualified_name,
+              100 * k->share, k->source->file ? k->source->file : "?", k->source->line);
+      *ks_array_push(&c->arena, &c->kernels) = ks_arena_strdup(&c->arena, k->source->signature);
+    } else {
+      ks_warn(ctx, "hot kernel %s (%.1f%% of the GPU time) is not in the sources; not searched",
+              k->name, 100 * k->share);
+    }
+  }
+  int rc = 0;
+  if (!p.kernels.len)
+    rc = ks_fail(ctx, "%s: the profile holds no kernel: the application ran none on the GPU",
+                 c->profile);
+  else if (!picks.len)
+    rc = ks_fail(ctx, "%s: no kernel has %g%% of the GPU time or more", c->profile, c->min_share);
+  else if (!c->kernels.len)
+    rc = ks_fail(ctx, "%s: none of the hot kernels is in the sources (a library's kernels are "
+                      "not searched)", c->profile);
+  ks_profile_release(&p);
+  return rc;
+}
+/* --- end profile --- */
 
 static int run(ks_ctx *ctx, int argc, char **argv) {
   config c = {0};
@@ -506,6 +575,8 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     c.json = c.json || json;
     ks_info(ctx, "resuming run %lld", resume_run);
   }
+  if (c.profile && profile_kernels(ctx, &c)) /* --- profile --- */
+    goto fail;
   struct sigaction sa = {0};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);

@@ -10,6 +10,7 @@
 #include "ks_version.h"
 
 static const ks_command *const commands[] = {
+    &ks_cmd_profile,
     &ks_cmd_optimize,
     &ks_cmd_status,
     &ks_cmd_apply,

@@ -378,6 +378,9 @@ int optimize_run(optimize_job *job) {
     kj->outcome->line = k->loc.line;
     kj->outcome->status = "not searched";
     if (found != 0) {
+      if (found > 0) /* --- profile: a kernel asked for by name or --profile --- */
+        ks_warn(ctx, "%s has no spec, so it is not searched: write one above it or in a .kspec "
+                     "file (docs/spec.md)", k->qualified_name);
       kj->outcome->status = found > 0 ? "skipped" : "failed";
       kj->outcome->note = found > 0 ? "no spec (docs/spec.md)" : ks_arena_strdup(&arena, ctx->error);
       continue;

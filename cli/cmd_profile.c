@@ -1,0 +1,324 @@
+/* kernelsmith-cc profile: which kernels of an application take the GPU's
+ * time.
+ *
+ *   the injection library found -> the application run with it
+ *   (CUDA_INJECTION64_PATH), its streams and exit status untouched -> the
+ *   JSON lines it left added up (backend/profile.c) -> the sources scanned
+ *   and each kernel mapped to its definition -> the profile written as
+ *   JSON, and a table on stderr.
+ *
+ * The table goes to stderr, and only after the application has finished,
+ * so that what the application prints stays exactly its own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ks_cli.h"
+#include "ks_fs.h"
+#include "ks_profile.h"
+#include "ks_scan.h"
+#include "ks_source_args.h"
+#include "ks_store.h"
+
+static const char usage[] =
+    "usage: kernelsmith-cc profile [options] [PATH...] -- CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD once with the CUDA driver loading kernelsmith-cc's injection library\n"
+    "(CUPTI), which records every kernel the application runs on the GPU. Then\n"
+    "it adds the records up per kernel, finds each kernel's definition among the\n"
+    "sources under PATH (default: the current directory), writes the profile as\n"
+    "JSON and prints the kernels by GPU time on stderr. `optimize --profile FILE`\n"
+    "searches the hottest ones.\n"
+    "\n"
+    "CMD's standard streams are its own; the exit status is CMD's (128+N when a\n"
+    "signal N ended it). A CMD that crashed still leaves a profile of what ran\n"
+    "before.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE    the profile (default: .kernelsmith/profile.json in the\n"
+    "                       project root: the nearest directory above holding .git\n"
+    "                       or .kernelsmith, else the current directory)\n"
+    "  -n, --rows N         kernels in the table (default 20; 0: all)\n" KS_SOURCE_HELP
+    "  -h, --help           show this help\n"
+    "\n"
+    "environment:\n"
+    "  KERNELSMITH_INJECT_LIB  the injection library (default: found beside the\n"
+    "                       executable, in a build tree or installed)\n"
+    "\n"
+    "The formats are in docs/profile.md and docs/profile-format.md.\n";
+
+const ks_command ks_cmd_profile;
+
+/* The injection library: $KERNELSMITH_INJECT_LIB, else where a build tree
+ * or an installation puts it relative to this executable. NULL with a
+ * message when absent. */
+static const char *find_inject_lib(ks_ctx *ctx, ks_arena *a) {
+  const char *env = getenv("KERNELSMITH_INJECT_LIB");
+  if (env && *env) {
+    char *real = ks_realpath(env);
+    if (!real || !ks_is_file(real)) {
+      free(real);
+      ks_fail(ctx, "KERNELSMITH_INJECT_LIB=%s: no such file", env);
+      return NULL;
+    }
+    const char *r = ks_arena_strdup(a, real);
+    free(real);
+    return r;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    ks_fail(ctx, "cannot find the injection library: /proc/self/exe: %s; set "
+                 "KERNELSMITH_INJECT_LIB", strerror(errno));
+    return NULL;
+  }
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  *slash = 0;
+  const char *build = ks_arena_printf(a, "%s/../runtime/inject/libkernelsmith_inject.so", exe);
+  const char *installed = ks_arena_printf(a, "%s/../lib/kernelsmith/libkernelsmith_inject.so", exe);
+  const char *const tries[] = {build, installed};
+  for (size_t i = 0; i < 2; i++) {
+    char *real = ks_realpath(tries[i]);
+    if (real && ks_is_file(real)) {
+      const char *r = ks_arena_strdup(a, real);
+      free(real);
+      return r;
+    }
+    free(real);
+  }
+  ks_fail(ctx, "the injection library libkernelsmith_inject.so is not built (looked in %s/../"
+               "runtime/inject and %s/../lib/kernelsmith): build the kernelsmith_inject target "
+               "(it needs CUPTI) or set KERNELSMITH_INJECT_LIB",
+          exe, exe);
+  return NULL;
+}
+
+/* Runs `cmd` with the injection library and waits. `*wait_status` is
+ * waitpid's. Fails only when CMD could not be started. */
+static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines, int *wait_status) {
+  int report[2];
+  /* Close-on-exec: a successful exec closes it, and the read sees EOF. */
+  if (pipe(report))
+    return ks_fail(ctx, "pipe: %s", strerror(errno));
+  if (fcntl(report[0], F_SETFD, FD_CLOEXEC) || fcntl(report[1], F_SETFD, FD_CLOEXEC)) {
+    ks_fail(ctx, "pipe: %s", strerror(errno));
+    close(report[0]);
+    close(report[1]);
+    return -1;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(report[0]);
+    close(report[1]);
+    return ks_fail(ctx, "fork: %s", strerror(errno));
+  }
+  if (pid == 0) {
+    close(report[0]);
+    setenv("CUDA_INJECTION64_PATH", lib, 1);
+    setenv("KERNELSMITH_PROFILE_OUT", lines, 1);
+    execvp(cmd[0], cmd);
+    /* The parent says it, once the pipe shows exec failed. */
+    int e = errno;
+    ssize_t w = write(report[1], &e, sizeof e);
+    (void)w;
+    _exit(127);
+  }
+  close(report[1]);
+  /* A ^C reaches the application (same process group); this process
+   * outlives it to write what it ran, as system() does. */
+  struct sigaction ignore = {0}, old_int, old_quit;
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(report[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+    ;
+  close(report[0]);
+  int rc = 0;
+  while (waitpid(pid, wait_status, 0) < 0) {
+    if (errno != EINTR) {
+      rc = ks_fail(ctx, "waitpid: %s", strerror(errno));
+      break;
+    }
+  }
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
+  if (got == (ssize_t)sizeof exec_errno)
+    return ks_fail(ctx, "cannot run '%s': %s", cmd[0], strerror(exec_errno));
+  return rc;
+}
+
+/* Maps the profile's kernels to the sources; a scan that fails leaves them
+ * unmapped, with a warning: the measurement is still worth keeping. */
+static void map_to_sources(ks_ctx *ctx, const ks_scan_options *so, ks_profile *p) {
+  if (!p->kernels.len)
+    return;
+  ks_scan scan;
+  if (ks_scan_run(ctx, so, &scan)) {
+    ks_warn(ctx, "the sources could not be scanned (%s); the profile names no definitions",
+            ctx->error);
+  } else {
+    size_t mapped = ks_profile_map(p, &scan.kernels);
+    if (!scan.files.len)
+      ks_warn(ctx, "no .cu or .cuh files under the given paths: no kernel is mapped to its "
+                   "definition");
+    else
+      ks_info(ctx, "%zu of %zu kernels found in %zu source files", mapped, p->kernels.len,
+              scan.files.len);
+  }
+  ks_scan_release(&scan);
+}
+
+/* Where the profile goes; the default directory is created. */
+static const char *output_path(ks_ctx *ctx, const char *option, ks_arena *a, const char **dir) {
+  if (option) {
+    char *d = ks_path_dirname(option);
+    *dir = ks_arena_strdup(a, d);
+    free(d);
+    if (!ks_is_dir(*dir)) {
+      ks_fail(ctx, "%s: no such directory", *dir);
+      return NULL;
+    }
+    return option;
+  }
+  *dir = ks_store_default_dir(a);
+  if (mkdir(*dir, 0777) && errno != EEXIST) {
+    ks_fail(ctx, "cannot create %s: %s", *dir, strerror(errno));
+    return NULL;
+  }
+  return ks_arena_printf(a, "%s/profile.json", *dir);
+}
+
+static int run_profile(ks_ctx *ctx, int argc, char **argv) {
+  static const struct option opts[] = {KS_SOURCE_LONG,
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"rows", required_argument, NULL, 'n'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  /* Options and paths stop at "--"; without one, at the first word that is
+   * not an option, which starts the command. */
+  int dashes = 0;
+  for (int i = 1; i < argc && !dashes; i++)
+    if (!strcmp(argv[i], "--"))
+      dashes = i;
+  int opt_argc = dashes ? dashes : argc;
+  ks_source_args src;
+  ks_source_args_init(&src, argc);
+  ks_arena arena = KS_ARENA_INIT;
+  const char *output = NULL;
+  long rows = 20;
+  int rc = KS_EXIT_OK, c;
+  opterr = 0;
+  while ((c = getopt_long(opt_argc, argv, "+:" KS_SOURCE_SHORT "o:n:h", opts, NULL)) != -1) {
+    if (ks_source_args_option(&src, c, optarg))
+      continue;
+    switch (c) {
+    case 'o':
+      output = optarg;
+      break;
+    case 'n':
+      rows = ks_parse_count(optarg);
+      if (rows < 0) {
+        rc = ks_usage_error(ctx, &ks_cmd_profile, "--rows takes a number, not '%s'", optarg);
+        goto out;
+      }
+      break;
+    case 'h':
+      rc = ks_print_help(&ks_cmd_profile);
+      goto out;
+    case ':':
+      rc = ks_usage_error(ctx, &ks_cmd_profile, "option '%s' needs a value", argv[optind - 1]);
+      goto out;
+    default:
+      rc = ks_usage_error(ctx, &ks_cmd_profile, "unknown option '%s'", argv[optind - 1]);
+      goto out;
+    }
+  }
+  char **cmd = dashes ? argv + dashes + 1 : argv + optind;
+  int ncmd = dashes ? argc - dashes - 1 : argc - optind;
+  if (ncmd <= 0) {
+    rc = ks_usage_error(ctx, &ks_cmd_profile, "no command to profile: give it after '--'");
+    goto out;
+  }
+  ks_source_args_paths(&src, dashes ? dashes : optind, argv, optind);
+
+  const char *lib = find_inject_lib(ctx, &arena);
+  const char *dir = NULL;
+  const char *out_path = lib ? output_path(ctx, output, &arena, &dir) : NULL;
+  if (!out_path) {
+    ks_error(ctx, "%s", ctx->error);
+    rc = KS_EXIT_FAILURE;
+    goto out;
+  }
+  /* The lines go beside the profile: same file system, and a directory
+   * the user chose to write to. Absolute, since the application may change
+   * its directory before CUDA loads the library. */
+  char *abs_dir = ks_realpath(dir);
+  char *lines = ks_arena_printf(&arena, "%s/.profile-lines-XXXXXX", abs_dir ? abs_dir : dir);
+  free(abs_dir);
+  int fd = mkstemp(lines);
+  if (fd < 0) {
+    ks_error(ctx, "cannot create a file in %s: %s", dir, strerror(errno));
+    rc = KS_EXIT_FAILURE;
+    goto out;
+  }
+  close(fd);
+
+  int status = 0;
+  if (run_app(ctx, cmd, lib, lines, &status)) {
+    ks_error(ctx, "%s", ctx->error);
+    unlink(lines);
+    rc = 127; /* as a shell says "command not found" */
+    goto out;
+  }
+  int app_rc = WIFEXITED(status) ? WEXITSTATUS(status)
+               : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : KS_EXIT_FAILURE;
+  rc = app_rc;
+
+  ks_profile p;
+  if (ks_profile_read_lines(ctx, lines, &p)) {
+    ks_error(ctx, "%s (the records are kept there)", ctx->error);
+    rc = app_rc ? app_rc : KS_EXIT_FAILURE;
+    goto out;
+  }
+  for (int i = 0; i < ncmd; i++)
+    *ks_array_push(&p.arena, &p.command) = ks_arena_strdup(&p.arena, cmd[i]);
+  p.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  p.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  map_to_sources(ctx, &src.scan, &p);
+  if (ks_profile_save(ctx, out_path, &p)) {
+    ks_error(ctx, "%s (the records are kept in %s)", ctx->error, lines);
+    ks_profile_release(&p);
+    rc = app_rc ? app_rc : KS_EXIT_FAILURE;
+    goto out;
+  }
+  unlink(lines);
+  char cwd[PATH_MAX];
+  ks_profile_print_options po = {.color = ks_color_wanted(stderr) && ctx->color,
+                                 .relative_to = getcwd(cwd, sizeof cwd),
+                                 .max_rows = (size_t)rows};
+  ks_profile_print(stderr, &p, &po);
+  fprintf(stderr, "profile written to %s; search the hottest kernels with: kernelsmith-cc "
+                  "optimize --profile %s\n",
+          out_path, out_path);
+  ks_profile_release(&p);
+out:
+  ks_source_args_release(&src);
+  ks_arena_release(&arena);
+  return rc;
+}
+
+const ks_command ks_cmd_profile = {
+    "profile", "run an application and find the kernels that take its GPU time", usage,
+    run_profile};
