@@ -20,6 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* --- capture --- */
+#include "ks_capture.h"
+/* --- end capture --- */
 #include "ks_cli.h"
 #include "ks_fs.h"
 #include "ks_profile.h"
@@ -45,7 +48,19 @@ static const char usage[] =
     "  -o, --output FILE    the profile (default: .kernelsmith/profile.json in the\n"
     "                       project root: the nearest directory above holding .git\n"
     "                       or .kernelsmith, else the current directory)\n"
-    "  -n, --rows N         kernels in the table (default 20; 0: all)\n" KS_SOURCE_HELP
+    "  -n, --rows N         kernels in the table (default 20; 0: all)\n"
+    /* --- capture --- */
+    "      --capture K[,K...]  also snapshot every argument of the first launches\n"
+    "                       of these kernels (qualified names as scan shows them,\n"
+    "                       with or without template arguments, or mangled names),\n"
+    "                       device memory copied before and after each launch;\n"
+    "                       written beside the profile as capture.kscap\n"
+    "      --launches N     launches captured per kernel (default 1)\n"
+    "      --capture-limit BYTES  the most allocation bytes one launch may capture\n"
+    "                       (default 1073741824); a larger launch is recorded as\n"
+    "                       over the limit, without snapshots\n"
+    /* --- end capture --- */
+    KS_SOURCE_HELP
     "  -h, --help           show this help\n"
     "\n"
     "environment:\n"
@@ -101,9 +116,49 @@ static const char *find_inject_lib(ks_ctx *ctx, ks_arena *a) {
   return NULL;
 }
 
+/* --- capture --- */
+/* What --capture asks of the injection library; NULL names: no capture. */
+typedef struct capture_opts {
+  const char *names;
+  long launches;
+  long long limit;
+  const char *path; /* the capture file */
+} capture_opts;
+
+static void capture_env(const capture_opts *co) {
+  if (!co->names)
+    return;
+  char n[32];
+  setenv("KERNELSMITH_CAPTURE", co->names, 1);
+  setenv("KERNELSMITH_CAPTURE_OUT", co->path, 1);
+  snprintf(n, sizeof n, "%ld", co->launches);
+  setenv("KERNELSMITH_CAPTURE_LAUNCHES", n, 1);
+  snprintf(n, sizeof n, "%lld", co->limit);
+  setenv("KERNELSMITH_CAPTURE_LIMIT", n, 1);
+}
+
+/* After the run: one line per captured launch, or why there is none. */
+static void capture_report(ks_ctx *ctx, const capture_opts *co) {
+  if (!co->names)
+    return;
+  ks_capture c;
+  if (ks_capture_open(ctx, co->path, &c)) {
+    ks_warn(ctx, "no capture: %s", ctx->error);
+    return;
+  }
+  if (!c.launches.len)
+    ks_warn(ctx, "no launch of %s was captured (%s)", co->names, co->path);
+  else
+    fprintf(stderr, "captured %zu launches to %s:\n", c.launches.len, co->path);
+  ks_capture_print(stderr, &c);
+  ks_capture_close(&c);
+}
+/* --- end capture --- */
+
 /* Runs `cmd` with the injection library and waits. `*wait_status` is
  * waitpid's. Fails only when CMD could not be started. */
-static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines, int *wait_status) {
+static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines,
+                   const capture_opts *co, int *wait_status) {
   int report[2];
   /* Close-on-exec: a successful exec closes it, and the read sees EOF. */
   if (pipe(report))
@@ -126,6 +181,7 @@ static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines, 
     close(report[0]);
     setenv("CUDA_INJECTION64_PATH", lib, 1);
     setenv("KERNELSMITH_PROFILE_OUT", lines, 1);
+    capture_env(co); /* --- capture --- */
     execvp(cmd[0], cmd);
     /* The parent says it, once the pipe shows exec failed. */
     int e = errno;
@@ -204,6 +260,11 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   static const struct option opts[] = {KS_SOURCE_LONG,
                                        {"output", required_argument, NULL, 'o'},
                                        {"rows", required_argument, NULL, 'n'},
+                                       /* --- capture --- */
+                                       {"capture", required_argument, NULL, 1001},
+                                       {"launches", required_argument, NULL, 1002},
+                                       {"capture-limit", required_argument, NULL, 1003},
+                                       /* --- end capture --- */
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   /* Options and paths stop at "--"; without one, at the first word that is
@@ -218,6 +279,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   ks_arena arena = KS_ARENA_INIT;
   const char *output = NULL;
   long rows = 20;
+  capture_opts co = {NULL, 1, 1LL << 30, NULL}; /* --- capture --- */
   int rc = KS_EXIT_OK, c;
   opterr = 0;
   while ((c = getopt_long(opt_argc, argv, "+:" KS_SOURCE_SHORT "o:n:h", opts, NULL)) != -1) {
@@ -234,6 +296,29 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
         goto out;
       }
       break;
+    /* --- capture --- */
+    case 1001:
+      if (!*optarg) {
+        rc = ks_usage_error(ctx, &ks_cmd_profile, "--capture needs kernel names");
+        goto out;
+      }
+      co.names = optarg;
+      break;
+    case 1002:
+    case 1003: {
+      long long v = ks_parse_count(optarg);
+      if (v <= 0) {
+        rc = ks_usage_error(ctx, &ks_cmd_profile, "%s takes a positive number, not '%s'",
+                            c == 1002 ? "--launches" : "--capture-limit", optarg);
+        goto out;
+      }
+      if (c == 1002)
+        co.launches = (long)v;
+      else
+        co.limit = v;
+      break;
+    }
+    /* --- end capture --- */
     case 'h':
       rc = ks_print_help(&ks_cmd_profile);
       goto out;
@@ -275,8 +360,15 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   }
   close(fd);
 
+  /* --- capture --- */
+  if (co.names) {
+    char *abs = ks_realpath(dir); /* absolute, as the lines are */
+    co.path = ks_arena_printf(&arena, "%s/capture.kscap", abs ? abs : dir);
+    free(abs);
+  }
+  /* --- end capture --- */
   int status = 0;
-  if (run_app(ctx, cmd, lib, lines, &status)) {
+  if (run_app(ctx, cmd, lib, lines, &co, &status)) {
     ks_error(ctx, "%s", ctx->error);
     unlink(lines);
     rc = 127; /* as a shell says "command not found" */
@@ -309,6 +401,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                                  .relative_to = getcwd(cwd, sizeof cwd),
                                  .max_rows = (size_t)rows};
   ks_profile_print(stderr, &p, &po);
+  capture_report(ctx, &co); /* --- capture --- */
   fprintf(stderr, "profile written to %s; search the hottest kernels with: kernelsmith-cc "
                   "optimize --profile %s\n",
           out_path, out_path);

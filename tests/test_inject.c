@@ -210,6 +210,154 @@ static void driver_launch(CUpti_CallbackId cbid, const char *name, uint32_t corr
   record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, name, corr, 8, 64, dyn);
 }
 
+/* --- capture --- */
+/* A stand-in for the driver calls argument capture makes (runtime/inject/
+ * capture.c looks them up in the process when libcuda is not loaded).
+ * "Device memory" is host memory: a few registered allocations. */
+typedef struct fake_func {
+  const char *name;
+  size_t nparams;
+  size_t offsets[8], sizes[8];
+} fake_func;
+
+static struct {
+  unsigned char *base;
+  size_t size;
+  int managed;
+} fake_mem[4];
+
+static int fake_alloc_of(CUdeviceptr p) {
+  for (int i = 0; i < 4; i++)
+    if (fake_mem[i].base && p >= (CUdeviceptr)(uintptr_t)fake_mem[i].base &&
+        p < (CUdeviceptr)(uintptr_t)fake_mem[i].base + fake_mem[i].size)
+      return i;
+  return -1;
+}
+
+FAKE_API CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction f) {
+  *name = ((const fake_func *)(void *)f)->name;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t i, size_t *offset, size_t *size) {
+  const fake_func *ff = (const fake_func *)(void *)f;
+  if (i >= ff->nparams)
+    return CUDA_ERROR_INVALID_VALUE;
+  *offset = ff->offsets[i];
+  *size = ff->sizes[i];
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p) {
+  int a = fake_alloc_of(p);
+  if (a < 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (attr == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+    *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
+  else if (attr == CU_POINTER_ATTRIBUTE_IS_MANAGED)
+    *(unsigned int *)data = (unsigned int)fake_mem[a].managed;
+  else
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+  int a = fake_alloc_of(p);
+  if (a < 0)
+    return CUDA_ERROR_NOT_FOUND;
+  *base = (CUdeviceptr)(uintptr_t)fake_mem[a].base;
+  *size = fake_mem[a].size;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuStreamSynchronize(CUstream s) { return CUDA_SUCCESS; }
+
+FAKE_API CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+
+static void launch_call(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site, uint32_t corr,
+                        void *params) {
+  if (!fake.callback || !fake.enabled[1][cbid])
+    return;
+  static CUresult ok = CUDA_SUCCESS;
+  CUpti_CallbackData data;
+  memset(&data, 0, sizeof data);
+  data.callbackSite = site;
+  data.functionName = "fake";
+  data.correlationId = corr;
+  data.functionParams = params;
+  data.functionReturnValue = &ok;
+  fake.callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+}
+
+/* axpy(float *x, float *y, float a, int n) with x and y in one allocation,
+ * launched three times (y = a*x + y each time); scale_c(double *p, int n,
+ * double a) in managed memory through cuLaunchKernelEx; other() not chosen;
+ * big(float *) over the limit. */
+static void capture_scenario(void) {
+  static float xy[128];      /* x = xy[0..63], y = xy[64..127] */
+  static double managed[16];
+  static unsigned char big[1 << 20];
+  fake_mem[0].base = (unsigned char *)xy, fake_mem[0].size = sizeof xy;
+  fake_mem[1].base = (unsigned char *)managed, fake_mem[1].size = sizeof managed;
+  fake_mem[1].managed = 1;
+  fake_mem[2].base = big, fake_mem[2].size = sizeof big;
+  for (int i = 0; i < 64; i++)
+    xy[i] = (float)i, xy[64 + i] = 1.0f;
+  for (int i = 0; i < 16; i++)
+    managed[i] = i;
+
+  fake_func axpy = {"_Z4axpyPfS_fi", 4, {0, 8, 16, 20}, {8, 8, 4, 4}};
+  CUdeviceptr x = (CUdeviceptr)(uintptr_t)xy, y = (CUdeviceptr)(uintptr_t)(xy + 64);
+  float a = 2.0f;
+  int n = 64;
+  void *axpy_args[] = {&x, &y, &a, &n};
+  for (uint32_t k = 0; k < 3; k++) {
+    cuLaunchKernel_params p = {(CUfunction)(void *)&axpy, 2, 1, 1, 32, 1, 1, 0,
+                               (CUstream)(uintptr_t)0x5000, axpy_args, NULL};
+    launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 100 + k, &p);
+    for (int i = 0; i < 64; i++) /* the kernel runs */
+      xy[64 + i] += a * xy[i];
+    launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 100 + k, &p);
+  }
+
+  fake_func scale = {"scale_c", 3, {0, 8, 16}, {8, 4, 8}};
+  CUdeviceptr mp = (CUdeviceptr)(uintptr_t)(managed + 4);
+  int m = 12;
+  double s = 0.5;
+  void *scale_args[] = {&mp, &m, &s};
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = 3, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+  cfg.blockDimX = 64, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = 256;
+  cuLaunchKernelEx_params pe = {&cfg, (CUfunction)(void *)&scale, scale_args, NULL};
+  launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_API_ENTER, 200, &pe);
+  for (int i = 4; i < 16; i++)
+    managed[i] *= s;
+  launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_API_EXIT, 200, &pe);
+
+  fake_func other = {"_Z5otherv", 0, {0}, {0}};
+  cuLaunchKernel_params po = {(CUfunction)(void *)&other, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL};
+  launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 300, &po);
+  launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 300, &po);
+
+  fake_func bigf = {"_Z3bigPf", 1, {0}, {8}};
+  CUdeviceptr bp = (CUdeviceptr)(uintptr_t)big;
+  void *big_args[] = {&bp};
+  cuLaunchKernel_params pb = {(CUfunction)(void *)&bigf, 1, 1, 1, 1, 1, 1, 0, NULL, big_args, NULL};
+  launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 400, &pb);
+  launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 400, &pb);
+}
+/* --- end capture --- */
+
 #define THREADS 4
 #define PER_THREAD 25000
 
@@ -275,6 +423,8 @@ int main(int argc, char **argv) {
       pthread_create(&t[i], NULL, launcher, (void *)i);
     for (int i = 0; i < THREADS; i++)
       pthread_join(t[i], NULL);
+  } else if (strcmp(scenario, "capture") == 0) { /* --- capture --- */
+    capture_scenario();
   } else if (strcmp(scenario, "subscriber-taken") != 0) {
     return 2;
   }

@@ -1,0 +1,408 @@
+/* capture: the capture file of `profile --capture` read, checked and written
+ * (docs/capture-format.md). See ks_capture.h.
+ *
+ * The CRC-32 here repeats runtime/inject/capture_file.c's: the injection
+ * library links nothing of ours, so the two cannot share code, and the
+ * project links no zlib of its own (the libz that libcurl or LLVM bring
+ * along is not ours to rely on). Both give zlib's values; the tests check
+ * one against the other. */
+#include "ks_capture.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+unsigned ks_capture_crc32(unsigned crc, const void *p, size_t n) {
+  static uint32_t table[256];
+  static int ready; /* a race only computes the same table twice */
+  if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++)
+        c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      table[i] = c;
+    }
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+  }
+  const unsigned char *s = p;
+  uint32_t c = ~(uint32_t)crc;
+  while (n--)
+    c = table[(c ^ *s++) & 0xff] ^ (c >> 8);
+  return ~c;
+}
+
+static uint32_t get32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+/* ---- reading ------------------------------------------------------------- */
+
+/* Where the reader is, for its messages. */
+typedef struct reader {
+  ks_ctx *ctx;
+  ks_capture *c;
+  unsigned long long record; /* 1-based */
+  unsigned long long at;     /* byte offset of the record */
+} reader;
+
+static int bad(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(reader *r, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return ks_fail(r->ctx, "%s: record %llu at byte %llu: %s", r->c->path, r->record, r->at, msg);
+}
+
+/* Reads `n` bytes at the current position, into `dst` (may be NULL: then
+ * only the CRC), chaining `*crc` and `*crc2` (may be NULL). */
+static int read_crc2(reader *r, unsigned char *dst, uint64_t n, unsigned *crc, unsigned *crc2) {
+  unsigned char chunk[1 << 16];
+  while (n) {
+    size_t want = n < sizeof chunk ? (size_t)n : sizeof chunk;
+    unsigned char *into = dst ? dst : chunk;
+    if (fread(into, 1, want, r->c->file) != want)
+      return bad(r, "the file ends inside the record (%s)",
+                 ferror(r->c->file) ? strerror(errno) : "truncated");
+    *crc = ks_capture_crc32(*crc, into, want);
+    if (crc2)
+      *crc2 = ks_capture_crc32(*crc2, into, want);
+    if (dst)
+      dst += want;
+    n -= want;
+  }
+  return 0;
+}
+
+static int read_crc(reader *r, unsigned char *dst, uint64_t n, unsigned *crc) {
+  return read_crc2(r, dst, n, crc, NULL);
+}
+
+static const cJSON *field(const cJSON *o, const char *key) {
+  return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+/* A non-negative integer field; numbers past 2^53 come as "0x..." strings. */
+static int get_u64(reader *r, const cJSON *o, const char *key, unsigned long long *out) {
+  const cJSON *v = field(o, key);
+  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0) {
+    *out = (unsigned long long)v->valuedouble;
+    return 0;
+  }
+  if (cJSON_IsString(v) && !strncmp(v->valuestring, "0x", 2) && v->valuestring[2]) {
+    char *end;
+    errno = 0;
+    *out = strtoull(v->valuestring + 2, &end, 16);
+    if (!errno && !*end)
+      return 0;
+  }
+  return bad(r, "launch metadata: '%s' is missing or not a non-negative integer", key);
+}
+
+static int get_dims(reader *r, const cJSON *o, const char *key, unsigned out[3]) {
+  const cJSON *a = field(o, key);
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 3)
+    return bad(r, "launch metadata: '%s' is not [x,y,z]", key);
+  for (int i = 0; i < 3; i++) {
+    const cJSON *v = cJSON_GetArrayItem(a, i);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
+      return bad(r, "launch metadata: '%s' is not [x,y,z]", key);
+    out[i] = (unsigned)v->valuedouble;
+  }
+  return 0;
+}
+
+static const char *get_str(reader *r, const cJSON *o, const char *key, bool required) {
+  const cJSON *v = field(o, key);
+  if (cJSON_IsString(v))
+    return ks_arena_strdup(&r->c->arena, v->valuestring);
+  if (required)
+    bad(r, "launch metadata: '%s' is missing or not a string", key);
+  return NULL;
+}
+
+/* 0 for null or absent, else the blob id. */
+static int get_blob_id(reader *r, const cJSON *o, const char *key, unsigned long long *id) {
+  const cJSON *v = field(o, key);
+  *id = 0;
+  if (!v || cJSON_IsNull(v))
+    return 0;
+  if (get_u64(r, o, key, id))
+    return -1;
+  if (!*id)
+    return bad(r, "launch metadata: blob id 0 is not an id");
+  return 0;
+}
+
+static int hex_value(const char *s, unsigned long long size, ks_arena *a,
+                     const unsigned char **out) {
+  if (strlen(s) != 2 * size)
+    return -1;
+  unsigned char *v = ks_arena_alloc(a, size ? size : 1);
+  for (unsigned long long i = 0; i < size; i++) {
+    unsigned hi, lo;
+    char pair[3] = {s[2 * i], s[2 * i + 1], 0};
+    if (sscanf(pair, "%1x%1x", &hi, &lo) != 2)
+      return -1;
+    v[i] = (unsigned char)(hi << 4 | lo);
+  }
+  *out = v;
+  return 0;
+}
+
+static int read_param(reader *r, const cJSON *j, ks_capture_param *p) {
+  unsigned long long index;
+  if (get_u64(r, j, "index", &index) || get_u64(r, j, "offset", &p->offset) ||
+      get_u64(r, j, "size", &p->size))
+    return -1;
+  p->index = (unsigned)index;
+  const char *kind = get_str(r, j, "kind", true);
+  if (!kind)
+    return -1;
+  if (!strcmp(kind, "scalar"))
+    p->kind = KS_CAPTURE_SCALAR;
+  else if (!strcmp(kind, "pointer"))
+    p->kind = KS_CAPTURE_POINTER;
+  else if (!strcmp(kind, "unknown"))
+    p->kind = KS_CAPTURE_UNKNOWN;
+  else
+    return bad(r, "launch metadata: parameter %u has kind '%s'", p->index, kind);
+  const cJSON *v = field(j, "value");
+  if (v && (!cJSON_IsString(v) || hex_value(v->valuestring, p->size, &r->c->arena, &p->value)))
+    return bad(r, "launch metadata: parameter %u: 'value' is not %llu bytes of hex", p->index,
+               p->size);
+  if (!v && p->kind != KS_CAPTURE_UNKNOWN)
+    return bad(r, "launch metadata: parameter %u has no value", p->index);
+  p->not_captured = get_str(r, j, "not_captured", false);
+  if (p->kind != KS_CAPTURE_POINTER)
+    return 0;
+  p->memory = get_str(r, j, "memory", true);
+  if (!p->memory || get_u64(r, j, "base", &p->base) ||
+      get_u64(r, j, "alloc_size", &p->alloc_size) ||
+      get_u64(r, j, "ptr_offset", &p->ptr_offset) || get_blob_id(r, j, "before", &p->before) ||
+      get_blob_id(r, j, "after", &p->after))
+    return -1;
+  return 0;
+}
+
+/* The blob must exist already (blobs precede the launch that names them)
+ * and agree with what the launch says of it. */
+static int check_blob_ref(reader *r, const cJSON *blobs, unsigned long long id,
+                          unsigned long long alloc_size) {
+  if (!id)
+    return 0;
+  const ks_capture_blob *b = ks_capture_blob_find(r->c, id);
+  if (!b)
+    return bad(r, "launch metadata names blob %llu, which no earlier record holds", id);
+  if (b->size != alloc_size)
+    return bad(r, "blob %llu holds %llu bytes, the allocation has %llu", id, b->size,
+               alloc_size);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, blobs) {
+    unsigned long long eid, size, crc;
+    if (get_u64(r, e, "id", &eid) || get_u64(r, e, "size", &size) ||
+        get_u64(r, e, "crc32", &crc))
+      return -1;
+    if (eid != id)
+      continue;
+    if (size != b->size || crc != b->crc32)
+      return bad(r, "blob %llu: the launch metadata's size or crc32 differs from the blob's", id);
+    return 0;
+  }
+  return bad(r, "launch metadata: blob %llu is not in its 'blobs' list", id);
+}
+
+static int read_launch(reader *r, const char *text, size_t len) {
+  cJSON *j = cJSON_ParseWithLength(text, len);
+  if (!j || !cJSON_IsObject(j)) {
+    cJSON_Delete(j);
+    return bad(r, "launch metadata is not a JSON object");
+  }
+  ks_capture_launch *l = ks_array_push(&r->c->arena, &r->c->launches);
+  unsigned long long smem = 0;
+  const cJSON *dev = field(j, "device"), *params = field(j, "params"), *blobs = field(j, "blobs");
+  int rc = -1;
+  if (!(l->kernel = get_str(r, j, "kernel", true)) || get_u64(r, j, "launch", &l->launch) ||
+      get_dims(r, j, "grid", l->grid) || get_dims(r, j, "block", l->block) ||
+      get_u64(r, j, "smem", &smem) || get_u64(r, j, "stream", &l->stream) ||
+      get_u64(r, j, "bytes_needed", &l->bytes_needed) || get_u64(r, j, "bytes", &l->bytes))
+    goto out;
+  if (!cJSON_IsNumber(dev) || dev->valuedouble < -1) {
+    bad(r, "launch metadata: 'device' is missing or not a device number");
+    goto out;
+  }
+  l->device = (int)dev->valuedouble;
+  l->smem = (unsigned)smem;
+  l->api = get_str(r, j, "api", false);
+  l->error = get_str(r, j, "error", false);
+  l->over_limit = cJSON_IsTrue(field(j, "over_limit"));
+  if (!cJSON_IsArray(params) || !cJSON_IsArray(blobs)) {
+    bad(r, "launch metadata: 'params' or 'blobs' is not an array");
+    goto out;
+  }
+  const cJSON *pj;
+  cJSON_ArrayForEach(pj, params) {
+    ks_capture_param *p = ks_array_push(&r->c->arena, &l->params);
+    if (read_param(r, pj, p) || check_blob_ref(r, blobs, p->before, p->alloc_size) ||
+        check_blob_ref(r, blobs, p->after, p->alloc_size))
+      goto out;
+  }
+  rc = 0;
+out:
+  cJSON_Delete(j);
+  return rc;
+}
+
+static int read_records(reader *r, unsigned long long file_size) {
+  ks_capture *c = r->c;
+  unsigned long long pos = KS_CAPTURE_MAGIC_LEN;
+  while (pos < file_size) {
+    r->record++;
+    r->at = pos;
+    if (c->complete)
+      return bad(r, "data after the end record");
+    unsigned char h[16];
+    if (file_size - pos < sizeof h + 4)
+      return bad(r, "the file ends inside the record header (%llu bytes left)",
+                 file_size - pos);
+    if (fread(h, 1, sizeof h, c->file) != sizeof h)
+      return bad(r, "cannot read the record header: %s", strerror(errno));
+    uint32_t type = get32(h);
+    uint64_t len = get64(h + 8);
+    if (len > file_size - pos - sizeof h - 4)
+      return bad(r, "length %" PRIu64 " runs past the end of the file (%llu bytes)", len,
+                 file_size);
+    unsigned crc = 0;
+    unsigned char *payload = NULL;
+    if (type == KS_CAPTURE_REC_LAUNCH || type == KS_CAPTURE_REC_END) {
+      if (len > KS_CAPTURE_MAX_JSON || (type == KS_CAPTURE_REC_END && len != 8))
+        return bad(r, "a type %" PRIu32 " record of %" PRIu64 " bytes", type, len);
+      payload = ks_xmalloc(len + 1);
+      if (read_crc(r, payload, len, &crc)) {
+        free(payload);
+        return -1;
+      }
+    } else if (type == KS_CAPTURE_REC_BLOB) {
+      if (len < 8)
+        return bad(r, "a blob record of %" PRIu64 " bytes has no id", len);
+      unsigned char id[8];
+      if (read_crc(r, id, 8, &crc))
+        return -1;
+      unsigned blob_crc = 0;
+      long here = ftell(c->file);
+      if (here < 0 || read_crc2(r, NULL, len - 8, &crc, &blob_crc))
+        return -1;
+      if (ks_capture_blob_find(c, get64(id)))
+        return bad(r, "blob %" PRIu64 " appears twice", get64(id));
+      ks_capture_blob *b = ks_array_push(&c->arena, &c->blobs);
+      *b = (ks_capture_blob){get64(id), len - 8, blob_crc, (unsigned long long)here};
+    } else {
+      if (read_crc(r, NULL, len, &crc))
+        return -1; /* a later version's record: checked, skipped */
+    }
+    unsigned char tail[4];
+    if (fread(tail, 1, 4, c->file) != 4) {
+      free(payload);
+      return bad(r, "the file ends before the record's CRC");
+    }
+    if (get32(tail) != crc) {
+      free(payload);
+      return bad(r, "CRC mismatch (stored %08" PRIx32 ", computed %08x): the record is corrupt",
+                 get32(tail), crc);
+    }
+    int rc = 0;
+    if (type == KS_CAPTURE_REC_LAUNCH)
+      rc = read_launch(r, (const char *)payload, len);
+    else if (type == KS_CAPTURE_REC_END) {
+      c->complete = true;
+      c->end_launches = get64(payload);
+      if (c->end_launches != c->launches.len)
+        rc = bad(r, "the end record counts %llu launches, the file holds %zu", c->end_launches,
+                 c->launches.len);
+    }
+    free(payload);
+    if (rc)
+      return -1;
+    pos += sizeof h + len + 4;
+  }
+  return 0;
+}
+
+int ks_capture_open(ks_ctx *ctx, const char *path, ks_capture *out) {
+  memset(out, 0, sizeof *out);
+  out->path = ks_arena_strdup(&out->arena, path);
+  out->file = fopen(path, "rb");
+  if (!out->file) {
+    ks_fail(ctx, "cannot open %s: %s", path, strerror(errno));
+    ks_capture_close(out);
+    return -1;
+  }
+  struct stat st;
+  unsigned char magic[KS_CAPTURE_MAGIC_LEN];
+  int rc = -1;
+  if (fstat(fileno(out->file), &st)) {
+    ks_fail(ctx, "%s: %s", path, strerror(errno));
+  } else if (st.st_size < KS_CAPTURE_MAGIC_LEN ||
+             fread(magic, 1, sizeof magic, out->file) != sizeof magic ||
+             memcmp(magic, KS_CAPTURE_MAGIC, 6)) {
+    ks_fail(ctx, "%s: not a capture file (no KSCAP magic at byte 0)", path);
+  } else if (memcmp(magic, KS_CAPTURE_MAGIC, sizeof magic)) {
+    ks_fail(ctx, "%s: capture format version %u, this kernelsmith-cc reads version 1", path,
+            magic[6] | magic[7] << 8);
+  } else {
+    reader r = {ctx, out, 0, 0};
+    rc = read_records(&r, (unsigned long long)st.st_size);
+  }
+  if (rc)
+    ks_capture_close(out);
+  return rc;
+}
+
+const ks_capture_blob *ks_capture_blob_find(const ks_capture *c, unsigned long long id) {
+  for (size_t i = 0; i < c->blobs.len; i++)
+    if (c->blobs.items[i].id == id)
+      return &c->blobs.items[i];
+  return NULL;
+}
+
+int ks_capture_read_blob(ks_ctx *ctx, ks_capture *c, unsigned long long id, unsigned char **out,
+                         size_t *len) {
+  *out = NULL;
+  *len = 0;
+  const ks_capture_blob *b = ks_capture_blob_find(c, id);
+  if (!b)
+    return ks_fail(ctx, "%s: no blob %llu", c->path, id);
+  if (b->size > SIZE_MAX - 1)
+    return ks_fail(ctx, "%s: blob %llu is too large for this machine", c->path, id);
+  unsigned char *bytes = malloc(b->size ? b->size : 1);
+  if (!bytes)
+    return ks_fail(ctx, "%s: no memory for blob %llu (%llu bytes)", c->path, id, b->size);
+  if (fseek(c->file, (long)b->offset, SEEK_SET) ||
+      fread(bytes, 1, b->size, c->file) != b->size) {
+    free(bytes);
+    return ks_fail(ctx, "%s: cannot read blob %llu at byte %llu", c->path, id, b->offset);
+  }
+  if (ks_capture_crc32(0, bytes, b->size) != b->crc32) {
+    free(bytes);
+    return ks_fail(ctx, "%s: blob %llu at byte %llu changed since the file was opened (CRC)",
+                   c->path, id, b->offset);
+  }
+  *out = bytes;
+  *len = b->size;
+  return 0;
+}
+
+void ks_capture_close(ks_capture *c) {
+  if (c->file)
+    fclose(c->file);
+  ks_arena_release(&c->arena);
+  memset(c, 0, sizeof *c);
+}
