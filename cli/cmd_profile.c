@@ -280,6 +280,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   const char *output = NULL;
   long rows = 20;
   capture_opts co = {NULL, 1, 1LL << 30, NULL}; /* --- capture --- */
+  bool capture_tuned = false;                   /* --launches or --capture-limit given */
   int rc = KS_EXIT_OK, c;
   opterr = 0;
   while ((c = getopt_long(opt_argc, argv, "+:" KS_SOURCE_SHORT "o:n:h", opts, NULL)) != -1) {
@@ -312,6 +313,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                             c == 1002 ? "--launches" : "--capture-limit", optarg);
         goto out;
       }
+      capture_tuned = true;
       if (c == 1002)
         co.launches = (long)v;
       else
@@ -329,6 +331,11 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
       rc = ks_usage_error(ctx, &ks_cmd_profile, "unknown option '%s'", argv[optind - 1]);
       goto out;
     }
+  }
+  if (!co.names && capture_tuned) { /* --- capture --- */
+    rc = ks_usage_error(ctx, &ks_cmd_profile,
+                        "--launches and --capture-limit go with --capture KERNEL[,KERNEL...]");
+    goto out;
   }
   char **cmd = dashes ? argv + dashes + 1 : argv + optind;
   int ncmd = dashes ? argc - dashes - 1 : argc - optind;

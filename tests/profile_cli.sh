@@ -193,5 +193,12 @@ check "no spec: exit 1" [ $? -eq 1 ]
 check "no spec: one line on how to get one" \
   grep -q "hot::axpy has no spec, so it is not searched: write one above it or in a .kspec file (docs/spec.md)" "$tmp/5e.err"
 
+# Capture's options: --launches and --capture-limit only with --capture.
+"$bin" profile --launches 2 -- true >/dev/null 2>"$tmp/6.err"
+check "--launches without --capture: usage error" [ $? -eq 2 ]
+check "... saying what it goes with" grep -q "go with --capture" "$tmp/6.err"
+"$bin" profile --capture saxpy_kernel --launches 0 -- true >/dev/null 2>&1
+check "--launches 0: usage error" [ $? -eq 2 ]
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
