@@ -22,202 +22,67 @@
 #include "ks_rules.h"
 #include "ks_target.h"
 #include "ks_test.h"
+#include "rules_harness.h"
 #include "rules_tree.h"
 
-static ks_ctx ctx;
-static ks_arena arena = KS_ARENA_INIT;
-static ks_scan scan;
-static ks_scan_options options;
-static ks_compiler compiler;
-
-/* children waiting for their compile at the end of a test */
-typedef struct queued {
-  const char *what;
-  ks_compile_unit unit;
-  const char *name_expression;
-} queued;
-static KS_ARRAY(queued) queue;
-
-typedef struct subject {
-  ks_target t;
-  bool is_template;
-  ks_variant seed;
-  ks_rule_input in;
-} subject;
+static rh_tree apps;
 
 static int setup(void **state) {
   (void)state;
-  ks_ctx_init(&ctx, "test_rules_mem");
-  static const char *paths[1];
-  paths[0] = ks_testdata("apps");
-  options = (ks_scan_options){.paths = paths, .npaths = 1, .no_compdb = true};
-  if (ks_scan_run(&ctx, &options, &scan) || ks_compiler_init(&ctx, &compiler, "sm_90", NULL)) {
-    fprintf(stderr, "setup: %s\n", ctx.error);
-    return -1;
-  }
-  return 0;
+  return rh_setup("test_rules_mem") || rh_open_tree(&apps, ks_testdata("apps")) ? -1 : 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  ks_compiler_release(&compiler);
-  ks_scan_release(&scan);
-  ks_arena_release(&arena);
-  ks_ctx_release(&ctx);
+  rh_close_tree(&apps);
+  rh_teardown();
   return 0;
-}
-
-static subject *open_kernel(const char *name) {
-  subject *s = ks_arena_alloc(&arena, sizeof *s);
-  const ks_kernel *k;
-  if (ks_scan_lookup(&ctx, &scan, name, &k) ||
-      ks_target_open_kernel(&ctx, &options, &scan, k, &arena, &s->t) ||
-      ks_rules_seed(&ctx, &s->t, &arena, &s->seed, &s->is_template) ||
-      ks_rules_prepare(&ctx, &s->t, &s->seed, s->is_template, &arena, &s->in))
-    fail_msg("%s: %s", name, ctx.error);
-  return s;
-}
-
-/* The child's policy and guards on every size set; its unit queued. */
-static void check_child(subject *s, const ks_variant *child, const char *what) {
-  ks_candidate cand;
-  if (ks_target_candidate(&ctx, &s->t, child, s->is_template, &arena, &cand))
-    fail_msg("%s: policy or guards do not resolve: %s", what, ctx.error);
-  for (size_t i = 0; i < s->t.nworkloads; i++) {
-    const ks_launch_cfg *l = &cand.launches[i];
-    if (cand.guards_hold[i] && (!l->grid[0] || !l->block[0]))
-      fail_msg("%s: size %s: an empty launch", what, s->t.workloads[i].size_name);
-  }
-  queued *q = ks_array_push(&arena, &queue);
-  q->what = what;
-  q->name_expression = cand.name_expression;
-  q->unit = (ks_compile_unit){.name = ks_arena_printf(&arena, "%s.cu", what),
-                              .source = ks_rules_unit(&arena, &s->t, child, NULL),
-                              .nnames = 1,
-                              .candidate = child->source};
-}
-
-static void compile_queued(void) {
-  size_t n = queue.len;
-  if (!n)
-    return;
-  ks_compile_unit *units = ks_arena_alloc(&arena, n * sizeof *units);
-  ks_compile_result *res = ks_arena_alloc(&arena, n * sizeof *res);
-  for (size_t i = 0; i < n; i++) {
-    units[i] = queue.items[i].unit;
-    units[i].name_expressions = &queue.items[i].name_expression;
-  }
-  assert_int_equal(ks_compile(&ctx, &compiler, units, n, &arena, res), 0);
-  for (size_t i = 0; i < n; i++)
-    if (res[i].status != KS_COMPILE_OK)
-      fail_msg("%s does not compile: %s\n%s\n---- variant:\n%s", queue.items[i].what,
-               res[i].reason, res[i].log, queue.items[i].unit.candidate);
-  queue.len = 0;
-}
-
-static ks_rule_result apply_to(const ks_rule_input *in, const char *rule, int param) {
-  const ks_rule *r = ks_rule_find(rule);
-  assert_non_null(r);
-  ks_rule_result res;
-  if (r->apply(&ctx, in, param, &arena, &res))
-    fail_msg("%s=%d failed: %s", rule, param, ctx.error);
-  return res;
-}
-
-/* Applies and expects a child, checked and queued for compiling. */
-static ks_variant applied(subject *s, const ks_rule_input *in, const char *rule, int param) {
-  ks_rule_result res = apply_to(in, rule, param);
-  if (!res.applied)
-    fail_msg("%s=%d does not apply: %s", rule, param, res.reason);
-  assert_non_null(res.technique);
-  check_child(s, &res.child, ks_arena_printf(&arena, "%s.%s=%d", res.child.kernel_name, rule, param));
-  return res.child;
-}
-
-static void not_applied(const ks_rule_input *in, const char *rule, int param, const char *why) {
-  ks_rule_result res = apply_to(in, rule, param);
-  if (res.applied)
-    fail_msg("%s=%d applies; expected not (%s):\n%s", rule, param, why, res.child.source);
-  if (!strstr(res.reason, why))
-    fail_msg("%s=%d: reason '%s', expected '%s' in it", rule, param, res.reason, why);
-}
-
-/* The parent's child as the input of the next rule. */
-static ks_rule_input *next_input(subject *s, const ks_variant *child) {
-  ks_rule_input *in = ks_arena_alloc(&arena, sizeof *in);
-  if (ks_rules_prepare(&ctx, &s->t, child, s->is_template, &arena, in))
-    fail_msg("the child does not parse: %s\n%s", ctx.error, child->source);
-  return in;
-}
-
-static void has(const ks_variant *v, const char *text) {
-  if (!strstr(v->source, text))
-    fail_msg("expected '%s' in:\n%s", text, v->source);
-}
-
-static void lacks(const ks_variant *v, const char *text) {
-  if (strstr(v->source, text))
-    fail_msg("did not expect '%s' in:\n%s", text, v->source);
-}
-
-static void guard(const ks_variant *v, const char *g) {
-  for (size_t i = 0; i < v->requires.len; i++)
-    if (!strcmp(v->requires.items[i], g))
-      return;
-  fail_msg("no guard '%s' (%zu guards)", g, v->requires.len);
-}
-
-static size_t count(const char *text, const char *what) {
-  size_t n = 0;
-  for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
-    n++;
-  return n;
 }
 
 /* ---- vectorize ---------------------------------------------------------- */
 
 static void vectorize_saxpy(void **state) {
   (void)state;
-  subject *s = open_kernel("saxpy_kernel");
-  ks_variant v = applied(s, &s->in, "vectorize", 16);
-  has(&v, "long long ks_base = (long long)(blockIdx.x * blockDim.x + threadIdx.x) * 4;");
-  has(&v, "if (ks_base < n && n - ks_base >= 4) {");
-  has(&v, "float4 ks_x = *reinterpret_cast<const float4 *>(x + ks_base);");
-  has(&v, "float4 ks_y = *reinterpret_cast<const float4 *>(y + ks_base);");
-  has(&v, "ks_y.w = a * ks_x.w + ks_y.w;");
-  has(&v, "*reinterpret_cast<float4 *>(y + ks_base) = ks_y;");
-  has(&v, "for (int i = ks_base; i < n; ++i) y[i] = a * x[i] + y[i];");
+  rh_subject *s = rh_open_kernel(&apps, "saxpy_kernel");
+  ks_variant v = rh_applied(s, &s->in, "vectorize", 16, NULL);
+  rh_has(&v, "long long ks_base = (long long)(blockIdx.x * blockDim.x + threadIdx.x) * 4;");
+  rh_has(&v, "if (ks_base < n && n - ks_base >= 4) {");
+  rh_has(&v, "float4 ks_x = *reinterpret_cast<const float4 *>(x + ks_base);");
+  rh_has(&v, "float4 ks_y = *reinterpret_cast<const float4 *>(y + ks_base);");
+  rh_has(&v, "ks_y.w = a * ks_x.w + ks_y.w;");
+  rh_has(&v, "*reinterpret_cast<float4 *>(y + ks_base) = ks_y;");
+  rh_has(&v, "for (int i = ks_base; i < n; ++i) y[i] = a * x[i] + y[i];");
   assert_non_null(strstr(v.grid, "ceil_div(grid_x, 4)"));
-  guard(&v, "grid_x * block_x >= n");
-  guard(&v, "aligned(x, 16)");
-  guard(&v, "aligned(y, 16)");
+  rh_guard(&v, "grid_x * block_x >= n");
+  rh_guard(&v, "aligned(x, 16)");
+  rh_guard(&v, "aligned(y, 16)");
   /* only 16-byte vectors */
-  not_applied(&s->in, "vectorize", 8, "only 16");
-  compile_queued();
+  rh_not_applied(&s->in, "vectorize", 8, "only 16");
+  rh_compile_queued();
 }
 
 static void vectorize_gelu_and_histogram(void **state) {
   (void)state;
-  subject *g = open_kernel("gelu_forward_kernel");
-  ks_variant v = applied(g, &g->in, "vectorize", 16);
+  rh_subject *g = rh_open_kernel(&apps, "gelu_forward_kernel");
+  ks_variant v = rh_applied(g, &g->in, "vectorize", 16, NULL);
   /* out is written at the top of the element's work: not loaded */
-  has(&v, "float4 ks_out;\n");
-  has(&v, "float x = ks_inp.w;");
-  has(&v, "ks_out.z = 0.5f * x");
-  assert_int_equal(count(v.source, "float cube"), 5); /* four lanes and the tail */
+  rh_has(&v, "float4 ks_out;\n");
+  rh_has(&v, "float x = ks_inp.w;");
+  rh_has(&v, "ks_out.z = 0.5f * x");
+  assert_int_equal(rh_count(v.source, "float cube"), 5); /* four lanes and the tail */
 
-  subject *h = open_kernel("histogram_kernel");
-  v = applied(h, &h->in, "vectorize", 16);
-  has(&v, "size_t ks_base = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 16;");
-  has(&v, "uint4 ks_data = *reinterpret_cast<const uint4 *>(data + ks_base);");
-  has(&v, "#pragma unroll");
-  has(&v, "atomicAdd(&bins[reinterpret_cast<unsigned char *>(&ks_data)[ks_j]], 1u);");
-  has(&v, "for (size_t i = ks_base; i < n; ++i) atomicAdd(&bins[data[i]], 1u);");
-  guard(&v, "aligned(data, 16)");
+  rh_subject *h = rh_open_kernel(&apps, "histogram_kernel");
+  v = rh_applied(h, &h->in, "vectorize", 16, NULL);
+  rh_has(&v, "size_t ks_base = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 16;");
+  rh_has(&v, "uint4 ks_data = *reinterpret_cast<const uint4 *>(data + ks_base);");
+  rh_has(&v, "#pragma unroll");
+  rh_has(&v, "atomicAdd(&bins[reinterpret_cast<unsigned char *>(&ks_data)[ks_j]], 1u);");
+  rh_has(&v, "for (size_t i = ks_base; i < n; ++i) atomicAdd(&bins[data[i]], 1u);");
+  rh_guard(&v, "aligned(data, 16)");
   for (size_t i = 0; i < v.requires.len; i++)
     assert_null(strstr(v.requires.items[i], "bins"));
   assert_non_null(strstr(v.grid, "ceil_div(grid_x, 16)"));
-  compile_queued();
+  rh_compile_queued();
 }
 
 /* A kernel whose work depends on its block keeps its grid: each block gets
@@ -225,47 +90,47 @@ static void vectorize_gelu_and_histogram(void **state) {
  * block-uniform term of the bounds check is tested once per thread. */
 static void vectorize_block_work(void **state) {
   (void)state;
-  subject *s = open_kernel("add_block_offsets_kernel");
-  ks_variant v = applied(s, &s->in, "vectorize", 16);
-  has(&v, "long long ks_base = (long long)(blockIdx.x * blockDim.x + threadIdx.x) * 4;");
-  has(&v, "if (!(blockIdx.x > 0))\n        return;");
-  has(&v, "int4 ks_out = *reinterpret_cast<const int4 *>(out + ks_base);");
-  has(&v, "ks_out.w += scanned_block_sums[blockIdx.x - 1];");
-  has(&v, "for (int i = ks_base; i < n; ++i) out[i] += scanned_block_sums[blockIdx.x - 1];");
+  rh_subject *s = rh_open_kernel(&apps, "add_block_offsets_kernel");
+  ks_variant v = rh_applied(s, &s->in, "vectorize", 16, NULL);
+  rh_has(&v, "long long ks_base = (long long)(blockIdx.x * blockDim.x + threadIdx.x) * 4;");
+  rh_has(&v, "if (!(blockIdx.x > 0))\n        return;");
+  rh_has(&v, "int4 ks_out = *reinterpret_cast<const int4 *>(out + ks_base);");
+  rh_has(&v, "ks_out.w += scanned_block_sums[blockIdx.x - 1];");
+  rh_has(&v, "for (int i = ks_base; i < n; ++i) out[i] += scanned_block_sums[blockIdx.x - 1];");
   assert_null(v.grid);
   assert_non_null(strstr(v.block, "block_x / 4"));
-  guard(&v, "block_x % 4 == 0");
-  guard(&v, "aligned(out, 16)");
+  rh_guard(&v, "block_x % 4 == 0");
+  rh_guard(&v, "aligned(out, 16)");
   /* every size set: the same grid, a quarter of the threads */
   ks_candidate c;
-  if (ks_target_candidate(&ctx, &s->t, &v, s->is_template, &arena, &c))
-    fail_msg("%s", ctx.error);
+  if (ks_target_candidate(&rh_ctx, &s->t, &v, s->is_template, &rh_arena, &c))
+    fail_msg("%s", rh_ctx.error);
   for (size_t i = 0; i < s->t.nworkloads; i++) {
     assert_true(c.guards_hold[i]);
     assert_int_equal(c.launches[i].grid[0], s->t.workloads[i].launch.grid[0]);
     assert_int_equal(c.launches[i].block[0] * 4, s->t.workloads[i].launch.block[0]);
   }
-  compile_queued();
+  rh_compile_queued();
 }
 
 static void vectorize_refusals(void **state) {
   (void)state;
-  not_applied(&open_kernel("softmax_rows_kernel")->in, "vectorize", 16, "used as a pointer");
-  not_applied(&open_kernel("reduce_sum_kernel")->in, "vectorize", 16, "shared memory");
-  not_applied(&open_kernel("sgemm_naive_kernel")->in, "vectorize", 16, "2-D");
-  not_applied(&open_kernel("gemv_kernel")->in, "vectorize", 16, "element type 'T'");
-  not_applied(&open_kernel("scan_blocks_kernel")->in, "vectorize", 16, "shared memory");
+  rh_not_applied(&rh_open_kernel(&apps, "softmax_rows_kernel")->in, "vectorize", 16, "used as a pointer");
+  rh_not_applied(&rh_open_kernel(&apps, "reduce_sum_kernel")->in, "vectorize", 16, "shared memory");
+  rh_not_applied(&rh_open_kernel(&apps, "sgemm_naive_kernel")->in, "vectorize", 16, "2-D");
+  rh_not_applied(&rh_open_kernel(&apps, "gemv_kernel")->in, "vectorize", 16, "element type 'T'");
+  rh_not_applied(&rh_open_kernel(&apps, "scan_blocks_kernel")->in, "vectorize", 16, "shared memory");
 }
 
 /* After block (a new block size and grid), after restrict (the vector loads
  * go through __ldg), and after coarsen (the pattern is gone). */
 static void vectorize_composes(void **state) {
   (void)state;
-  subject *s = open_kernel("saxpy_kernel");
+  rh_subject *s = rh_open_kernel(&apps, "saxpy_kernel");
   const ks_rule *block = ks_rule_find("block");
   assert_non_null(block);
-  ks_variant b = applied(s, &s->in, "block", block->choices[0]);
-  ks_variant v = applied(s, next_input(s, &b), "vectorize", 16);
+  ks_variant b = rh_applied(s, &s->in, "block", block->choices[0], NULL);
+  ks_variant v = rh_applied(s, rh_next_input(s, &b), "vectorize", 16, NULL);
   assert_non_null(strstr(v.grid, "ceil_div(ceil_div("));
   assert_non_null(strstr(v.block, b.block));
   bool coverage = false;
@@ -273,236 +138,236 @@ static void vectorize_composes(void **state) {
     coverage |= strstr(v.requires.items[i], ">= n") && strstr(v.requires.items[i], b.block);
   assert_true(coverage);
 
-  subject *g = open_kernel("gelu_forward_kernel");
-  ks_variant vec = applied(g, &g->in, "vectorize", 16);
-  ks_variant r = applied(g, next_input(g, &vec), "restrict", 0);
-  has(&r, "float4 ks_inp = __ldg(reinterpret_cast<const float4 *>(inp + ks_base));");
-  has(&r, "float x = __ldg(&inp[i]);");
+  rh_subject *g = rh_open_kernel(&apps, "gelu_forward_kernel");
+  ks_variant vec = rh_applied(g, &g->in, "vectorize", 16, NULL);
+  ks_variant r = rh_applied(g, rh_next_input(g, &vec), "restrict", 0, NULL);
+  rh_has(&r, "float4 ks_inp = __ldg(reinterpret_cast<const float4 *>(inp + ks_base));");
+  rh_has(&r, "float x = __ldg(&inp[i]);");
   /* a written buffer's store is left alone */
-  has(&r, "*reinterpret_cast<float4 *>(out + ks_base) = ks_out;");
+  rh_has(&r, "*reinterpret_cast<float4 *>(out + ks_base) = ks_out;");
 
-  ks_variant c = applied(s, &s->in, "coarsen", 2);
-  not_applied(next_input(s, &c), "vectorize", 16, "no global index");
-  compile_queued();
+  ks_variant c = rh_applied(s, &s->in, "coarsen", 2, NULL);
+  rh_not_applied(rh_next_input(s, &c), "vectorize", 16, "no global index");
+  rh_compile_queued();
 }
 
 /* ---- restrict ----------------------------------------------------------- */
 
 static void restrict_saxpy_and_spmv(void **state) {
   (void)state;
-  subject *s = open_kernel("saxpy_kernel");
-  ks_variant v = applied(s, &s->in, "restrict", 0);
-  has(&v, "(int n, float a, const float* __restrict__ x, float* __restrict__ y)");
-  has(&v, "y[i] = a * __ldg(&x[i]) + y[i];");
+  rh_subject *s = rh_open_kernel(&apps, "saxpy_kernel");
+  ks_variant v = rh_applied(s, &s->in, "restrict", 0, NULL);
+  rh_has(&v, "(int n, float a, const float* __restrict__ x, float* __restrict__ y)");
+  rh_has(&v, "y[i] = a * __ldg(&x[i]) + y[i];");
   assert_int_equal(v.requires.len, 1);
-  guard(&v, "disjoint(x, y)");
+  rh_guard(&v, "disjoint(x, y)");
   /* twice: nothing left to do */
-  not_applied(next_input(s, &v), "restrict", 0, "nothing to add");
+  rh_not_applied(rh_next_input(s, &v), "restrict", 0, "nothing to add");
 
   /* already __restrict__ and const: __ldg only, and no new promise */
-  subject *p = open_kernel("spmv_csr_kernel");
-  v = applied(p, &p->in, "restrict", 0);
-  has(&v, "for (int j = __ldg(&row_ptr[row]); j < __ldg(&row_ptr[row + 1]); ++j)");
-  has(&v, "__ldg(&x[__ldg(&col_idx[j])])");
+  rh_subject *p = rh_open_kernel(&apps, "spmv_csr_kernel");
+  v = rh_applied(p, &p->in, "restrict", 0, NULL);
+  rh_has(&v, "for (int j = __ldg(&row_ptr[row]); j < __ldg(&row_ptr[row + 1]); ++j)");
+  rh_has(&v, "__ldg(&x[__ldg(&col_idx[j])])");
   assert_int_equal(v.requires.len, 0);
 
   /* the output of a template: __restrict__ but no __ldg of a T */
-  subject *g = open_kernel("gemv_kernel");
-  v = applied(g, &g->in, "restrict", 0);
-  has(&v, "(const T* __restrict__ A, const T* __restrict__ x, T* __restrict__ y,");
-  lacks(&v, "__ldg");
-  guard(&v, "disjoint(A, y)");
-  guard(&v, "disjoint(x, y)");
+  rh_subject *g = rh_open_kernel(&apps, "gemv_kernel");
+  v = rh_applied(g, &g->in, "restrict", 0, NULL);
+  rh_has(&v, "(const T* __restrict__ A, const T* __restrict__ x, T* __restrict__ y,");
+  rh_lacks(&v, "__ldg");
+  rh_guard(&v, "disjoint(A, y)");
+  rh_guard(&v, "disjoint(x, y)");
   assert_int_equal(v.requires.len, 2);
 
   /* the written buffer of an atomic is not made const */
-  subject *h = open_kernel("histogram_kernel");
-  v = applied(h, &h->in, "restrict", 0);
-  has(&v, "unsigned int* __restrict__ bins");
-  has(&v, "atomicAdd(&bins[__ldg(&data[i])], 1u);");
-  compile_queued();
+  rh_subject *h = rh_open_kernel(&apps, "histogram_kernel");
+  v = rh_applied(h, &h->in, "restrict", 0, NULL);
+  rh_has(&v, "unsigned int* __restrict__ bins");
+  rh_has(&v, "atomicAdd(&bins[__ldg(&data[i])], 1u);");
+  rh_compile_queued();
 }
 
 /* Local pointers into a buffer count: softmax writes `out` through y. */
 static void restrict_sees_local_pointers(void **state) {
   (void)state;
-  subject *s = open_kernel("softmax_rows_kernel");
-  ks_variant v = applied(s, &s->in, "restrict", 0);
-  has(&v, "(float* __restrict__ out, const float* __restrict__ in, int rows, int cols)");
-  guard(&v, "disjoint(out, in)");
-  compile_queued();
+  rh_subject *s = rh_open_kernel(&apps, "softmax_rows_kernel");
+  ks_variant v = rh_applied(s, &s->in, "restrict", 0, NULL);
+  rh_has(&v, "(float* __restrict__ out, const float* __restrict__ in, int rows, int cols)");
+  rh_guard(&v, "disjoint(out, in)");
+  rh_compile_queued();
 }
 
 /* disjoint() in the guard language (frontend/spec_resolve.c). */
 static void disjoint_guard(void **state) {
   (void)state;
-  subject *s = open_kernel("saxpy_kernel");
+  rh_subject *s = rh_open_kernel(&apps, "saxpy_kernel");
   ks_variant v = s->seed;
   v.requires = (ks_strings){0};
-  *ks_array_push(&arena, &v.requires) = "disjoint(x, y) && ks_disjoint(y, x)";
+  *ks_array_push(&rh_arena, &v.requires) = "disjoint(x, y) && ks_disjoint(y, x)";
   ks_candidate cand;
-  assert_int_equal(ks_target_candidate(&ctx, &s->t, &v, false, &arena, &cand), 0);
+  assert_int_equal(ks_target_candidate(&rh_ctx, &s->t, &v, false, &rh_arena, &cand), 0);
   for (size_t i = 0; i < s->t.nworkloads; i++)
     assert_true(cand.guards_hold[i]);
   v.requires.items[0] = "disjoint(x, x)";
-  assert_int_equal(ks_target_candidate(&ctx, &s->t, &v, false, &arena, &cand), 0);
+  assert_int_equal(ks_target_candidate(&rh_ctx, &s->t, &v, false, &rh_arena, &cand), 0);
   for (size_t i = 0; i < s->t.nworkloads; i++)
     assert_false(cand.guards_hold[i]);
   v.requires.items[0] = "disjoint(n, y)";
-  assert_int_equal(ks_target_candidate(&ctx, &s->t, &v, false, &arena, &cand), -1);
-  assert_non_null(strstr(ctx.error, "disjoint(): 'n' is not a pointer parameter"));
+  assert_int_equal(ks_target_candidate(&rh_ctx, &s->t, &v, false, &rh_arena, &cand), -1);
+  assert_non_null(strstr(rh_ctx.error, "disjoint(): 'n' is not a pointer parameter"));
   v.requires.items[0] = "disjoint(x)";
-  assert_int_equal(ks_target_candidate(&ctx, &s->t, &v, false, &arena, &cand), -1);
-  assert_non_null(strstr(ctx.error, "disjoint() takes two pointer parameters"));
+  assert_int_equal(ks_target_candidate(&rh_ctx, &s->t, &v, false, &rh_arena, &cand), -1);
+  assert_non_null(strstr(rh_ctx.error, "disjoint() takes two pointer parameters"));
 }
 
 /* ---- coarsen ------------------------------------------------------------ */
 
 static void coarsen_1d_and_2d(void **state) {
   (void)state;
-  subject *s = open_kernel("saxpy_kernel");
-  ks_variant v = applied(s, &s->in, "coarsen", 4);
-  has(&v, "#pragma unroll\n    for (int ks_k = 0; ks_k < 4; ++ks_k) {");
-  has(&v, "int i = blockIdx.x * blockDim.x + threadIdx.x + ks_k * gridDim.x * blockDim.x;");
+  rh_subject *s = rh_open_kernel(&apps, "saxpy_kernel");
+  ks_variant v = rh_applied(s, &s->in, "coarsen", 4, NULL);
+  rh_has(&v, "#pragma unroll\n    for (int ks_k = 0; ks_k < 4; ++ks_k) {");
+  rh_has(&v, "int i = blockIdx.x * blockDim.x + threadIdx.x + ks_k * gridDim.x * blockDim.x;");
   assert_non_null(strstr(v.grid, "ceil_div(grid_x, 4)"));
-  guard(&v, "grid_x * block_x >= n");
-  guard(&v, "ceil_div(grid_x, 4) * 4 * block_x <= 2147483648");
-  not_applied(&s->in, "coarsen", 3, "not one of");
+  rh_guard(&v, "grid_x * block_x >= n");
+  rh_guard(&v, "ceil_div(grid_x, 4) * 4 * block_x <= 2147483648");
+  rh_not_applied(&s->in, "coarsen", 3, "not one of");
 
   /* an early return becomes continue */
-  subject *m = open_kernel("softmax_rows_kernel");
-  v = applied(m, &m->in, "coarsen", 2);
-  has(&v, "if (row >= rows) continue;");
-  lacks(&v, "return");
+  rh_subject *m = rh_open_kernel(&apps, "softmax_rows_kernel");
+  v = rh_applied(m, &m->in, "coarsen", 2, NULL);
+  rh_has(&v, "if (row >= rows) continue;");
+  rh_lacks(&v, "return");
 
   /* 64-bit indexes keep 64-bit arithmetic */
-  subject *h = open_kernel("histogram_kernel");
-  v = applied(h, &h->in, "coarsen", 8);
-  has(&v, "+ (size_t)ks_k * gridDim.x * blockDim.x;");
+  rh_subject *h = rh_open_kernel(&apps, "histogram_kernel");
+  v = rh_applied(h, &h->in, "coarsen", 8, NULL);
+  rh_has(&v, "+ (size_t)ks_k * gridDim.x * blockDim.x;");
 
   /* 2-D: along y, C rows of each block */
-  subject *t = open_kernel("transpose_naive_kernel");
-  v = applied(t, &t->in, "coarsen", 4);
-  has(&v, "int row = blockIdx.y * blockDim.y * 4 + threadIdx.y + ks_k * blockDim.y;");
-  has(&v, "int col = blockIdx.x * blockDim.x + threadIdx.x;\n    #pragma unroll");
+  rh_subject *t = rh_open_kernel(&apps, "transpose_naive_kernel");
+  v = rh_applied(t, &t->in, "coarsen", 4, NULL);
+  rh_has(&v, "int row = blockIdx.y * blockDim.y * 4 + threadIdx.y + ks_k * blockDim.y;");
+  rh_has(&v, "int col = blockIdx.x * blockDim.x + threadIdx.x;\n    #pragma unroll");
   assert_non_null(strstr(v.grid, "ceil_div(grid_y, 4)"));
-  guard(&v, "grid_y * block_y >= rows");
+  rh_guard(&v, "grid_y * block_y >= rows");
 
-  subject *j = open_kernel("jacobi5_kernel");
-  v = applied(j, &j->in, "coarsen", 2);
-  assert_int_equal(count(v.source, "continue;"), 2);
-  compile_queued();
+  rh_subject *j = rh_open_kernel(&apps, "jacobi5_kernel");
+  v = rh_applied(j, &j->in, "coarsen", 2, NULL);
+  assert_int_equal(rh_count(v.source, "continue;"), 2);
+  rh_compile_queued();
 }
 
 static void coarsen_refusals(void **state) {
   (void)state;
-  not_applied(&open_kernel("reduce_sum_kernel")->in, "coarsen", 2, "shared memory");
-  not_applied(&open_kernel("add_block_offsets_kernel")->in, "coarsen", 2, "reads blockIdx");
-  not_applied(&open_kernel("scan_block_sums_kernel")->in, "coarsen", 2, "shared memory");
-  subject *s = open_kernel("saxpy_kernel");
-  ks_variant c = applied(s, &s->in, "coarsen", 2);
-  not_applied(next_input(s, &c), "coarsen", 2, "no global index");
-  compile_queued();
+  rh_not_applied(&rh_open_kernel(&apps, "reduce_sum_kernel")->in, "coarsen", 2, "shared memory");
+  rh_not_applied(&rh_open_kernel(&apps, "add_block_offsets_kernel")->in, "coarsen", 2, "reads blockIdx");
+  rh_not_applied(&rh_open_kernel(&apps, "scan_block_sums_kernel")->in, "coarsen", 2, "shared memory");
+  rh_subject *s = rh_open_kernel(&apps, "saxpy_kernel");
+  ks_variant c = rh_applied(s, &s->in, "coarsen", 2, NULL);
+  rh_not_applied(rh_next_input(s, &c), "coarsen", 2, "no global index");
+  rh_compile_queued();
 }
 
 /* coarsen after restrict; unroll after coarsen leaves the k loop's full
  * unroll alone */
 static void coarsen_composes(void **state) {
   (void)state;
-  subject *g = open_kernel("gelu_forward_kernel");
-  ks_variant r = applied(g, &g->in, "restrict", 0);
-  ks_variant c = applied(g, next_input(g, &r), "coarsen", 2);
-  has(&c, "float x = __ldg(&inp[i]);");
-  has(&c, "ks_k < 2");
+  rh_subject *g = rh_open_kernel(&apps, "gelu_forward_kernel");
+  ks_variant r = rh_applied(g, &g->in, "restrict", 0, NULL);
+  ks_variant c = rh_applied(g, rh_next_input(g, &r), "coarsen", 2, NULL);
+  rh_has(&c, "float x = __ldg(&inp[i]);");
+  rh_has(&c, "ks_k < 2");
 
-  subject *m = open_kernel("gemv_kernel");
-  c = applied(m, &m->in, "coarsen", 4);
-  ks_variant u = applied(m, next_input(m, &c), "unroll", 4);
-  has(&u, "#pragma unroll\n    for (int ks_k = 0; ks_k < 4; ++ks_k) {");
-  has(&u, "#pragma unroll 4\n            for (int c = 0; c < cols; ++c)");
-  assert_int_equal(count(u.source, "#pragma unroll"), 2);
-  compile_queued();
+  rh_subject *m = rh_open_kernel(&apps, "gemv_kernel");
+  c = rh_applied(m, &m->in, "coarsen", 4, NULL);
+  ks_variant u = rh_applied(m, rh_next_input(m, &c), "unroll", 4, NULL);
+  rh_has(&u, "#pragma unroll\n    for (int ks_k = 0; ks_k < 4; ++ks_k) {");
+  rh_has(&u, "#pragma unroll 4\n            for (int c = 0; c < cols; ++c)");
+  assert_int_equal(rh_count(u.source, "#pragma unroll"), 2);
+  rh_compile_queued();
 }
 
 /* ---- unroll ------------------------------------------------------------- */
 
 static void unroll_loops(void **state) {
   (void)state;
-  subject *g = open_kernel("gemv_kernel");
-  ks_variant v = applied(g, &g->in, "unroll", 4);
-  has(&v, "        #pragma unroll 4\n        for (int c = 0; c < cols; ++c) sum +=");
+  rh_subject *g = rh_open_kernel(&apps, "gemv_kernel");
+  ks_variant v = rh_applied(g, &g->in, "unroll", 4, NULL);
+  rh_has(&v, "        #pragma unroll 4\n        for (int c = 0; c < cols; ++c) sum +=");
   /* re-tuned, not stacked */
-  ks_variant w = applied(g, next_input(g, &v), "unroll", 8);
-  has(&w, "#pragma unroll 8\n");
-  lacks(&w, "#pragma unroll 4");
-  not_applied(next_input(g, &w), "unroll", 8, "already has an unroll pragma");
+  ks_variant w = rh_applied(g, rh_next_input(g, &v), "unroll", 8, NULL);
+  rh_has(&w, "#pragma unroll 8\n");
+  rh_lacks(&w, "#pragma unroll 4");
+  rh_not_applied(rh_next_input(g, &w), "unroll", 8, "already has an unroll pragma");
   /* a full unroll needs a trip count known at compile time */
-  not_applied(&g->in, "unroll", 0, "known at compile time");
+  rh_not_applied(&g->in, "unroll", 0, "known at compile time");
 
-  subject *r = open_kernel("reduce_sum_kernel");
-  v = applied(r, &r->in, "unroll", 0);
-  has(&v, "    #pragma unroll\n    for (unsigned int s = 1; s < blockSize; s *= 2) {");
+  rh_subject *r = rh_open_kernel(&apps, "reduce_sum_kernel");
+  v = rh_applied(r, &r->in, "unroll", 0, NULL);
+  rh_has(&v, "    #pragma unroll\n    for (unsigned int s = 1; s < blockSize; s *= 2) {");
 
-  subject *l = open_kernel("layernorm_forward_kernel");
-  v = applied(l, &l->in, "unroll", 2);
-  assert_int_equal(count(v.source, "#pragma unroll 2\n"), 3);
+  rh_subject *l = rh_open_kernel(&apps, "layernorm_forward_kernel");
+  v = rh_applied(l, &l->in, "unroll", 2, NULL);
+  assert_int_equal(rh_count(v.source, "#pragma unroll 2\n"), 3);
 
-  not_applied(&open_kernel("saxpy_kernel")->in, "unroll", 4, "no loop");
-  not_applied(&g->in, "unroll", 3, "not one of");
-  compile_queued();
+  rh_not_applied(&rh_open_kernel(&apps, "saxpy_kernel")->in, "unroll", 4, "no loop");
+  rh_not_applied(&g->in, "unroll", 3, "not one of");
+  rh_compile_queued();
 }
 
 /* ---- fast_math ---------------------------------------------------------- */
 
 static void fast_math_layernorm(void **state) {
   (void)state;
-  subject *s = open_kernel("layernorm_forward_kernel");
-  ks_variant v = applied(s, &s->in, "fast_math", 0);
-  has(&v, "float m = __fdividef(sum, cols);");
-  has(&v, "var = __fdividef(var, cols);");
-  has(&v, "float s = rsqrtf(var + eps);");
-  lacks(&v, "/ sqrtf");
-  compile_queued();
+  rh_subject *s = rh_open_kernel(&apps, "layernorm_forward_kernel");
+  ks_variant v = rh_applied(s, &s->in, "fast_math", 0, NULL);
+  rh_has(&v, "float m = __fdividef(sum, cols);");
+  rh_has(&v, "var = __fdividef(var, cols);");
+  rh_has(&v, "float s = rsqrtf(var + eps);");
+  rh_lacks(&v, "/ sqrtf");
+  rh_compile_queued();
 }
 
 static void fast_math_refusals(void **state) {
   (void)state;
   /* the spec asks for tighter tolerances than f32's default */
-  not_applied(&open_kernel("gelu_forward_kernel")->in, "fast_math", 0, "tighter than f32's default");
-  not_applied(&open_kernel("softmax_rows_kernel")->in, "fast_math", 0, "tighter");
+  rh_not_applied(&rh_open_kernel(&apps, "gelu_forward_kernel")->in, "fast_math", 0, "tighter than f32's default");
+  rh_not_applied(&rh_open_kernel(&apps, "softmax_rows_kernel")->in, "fast_math", 0, "tighter");
   /* integer outputs */
-  not_applied(&open_kernel("histogram_kernel")->in, "fast_math", 0, "not floating point");
+  rh_not_applied(&rh_open_kernel(&apps, "histogram_kernel")->in, "fast_math", 0, "not floating point");
   /* nothing to replace */
-  not_applied(&open_kernel("gemv_kernel")->in, "fast_math", 0, "no single-precision math call");
+  rh_not_applied(&rh_open_kernel(&apps, "gemv_kernel")->in, "fast_math", 0, "no single-precision math call");
 }
 
 /* tanhf, expf and double math: gelu with its outputs' tolerance at the
  * default, where fast math is allowed. */
 static void fast_math_tanh(void **state) {
   (void)state;
-  subject *s = open_kernel("gelu_forward_kernel");
-  ks_workload *w = ks_arena_alloc(&arena, sizeof *w);
+  rh_subject *s = rh_open_kernel(&apps, "gelu_forward_kernel");
+  ks_workload *w = ks_arena_alloc(&rh_arena, sizeof *w);
   *w = *s->in.timed;
-  w->buffers.items = ks_arena_alloc(&arena, w->buffers.len * sizeof *w->buffers.items);
+  w->buffers.items = ks_arena_alloc(&rh_arena, w->buffers.len * sizeof *w->buffers.items);
   memcpy(w->buffers.items, s->in.timed->buffers.items, w->buffers.len * sizeof *w->buffers.items);
   for (size_t i = 0; i < w->buffers.len; i++)
     ks_dtype_tolerance(w->buffers.items[i].dtype, &w->buffers.items[i].atol,
                        &w->buffers.items[i].rtol);
   ks_rule_input in = s->in;
   in.timed = w;
-  ks_variant v = applied(s, &in, "fast_math", 0);
-  has(&v, "ks_fast_tanhf(GELU_SCALING_FACTOR * (x + cube))");
-  has(&v, ks_fast_tanhf_source);
+  ks_variant v = rh_applied(s, &in, "fast_math", 0, NULL);
+  rh_has(&v, "ks_fast_tanhf(GELU_SCALING_FACTOR * (x + cube))");
+  rh_has(&v, ks_fast_tanhf_source);
   /* the helper comes before the kernel */
   assert_true(strstr(v.source, "float ks_fast_tanhf(") < strstr(v.source, "__global__"));
   /* vectorized first, the four lanes are replaced and the helper added once */
-  ks_variant vec = applied(s, &s->in, "vectorize", 16);
-  ks_rule_input *in2 = next_input(s, &vec);
+  ks_variant vec = rh_applied(s, &s->in, "vectorize", 16, NULL);
+  ks_rule_input *in2 = rh_next_input(s, &vec);
   in2->timed = w;
-  ks_variant f = applied(s, in2, "fast_math", 0);
-  assert_int_equal(count(f.source, "ks_fast_tanhf("), 6);
-  assert_int_equal(count(f.source, "float ks_fast_tanhf("), 1);
-  compile_queued();
+  ks_variant f = rh_applied(s, in2, "fast_math", 0, NULL);
+  assert_int_equal(rh_count(f.source, "ks_fast_tanhf("), 6);
+  assert_int_equal(rh_count(f.source, "float ks_fast_tanhf("), 1);
+  rh_compile_queued();
 }
 
 /* The formula of ks_fast_tanhf in C, with the worst errors CUDA documents
@@ -563,7 +428,7 @@ int main(void) {
   const struct CMUnitTest cpu[] = {
       cmocka_unit_test(fast_tanh_accuracy),
   };
-  const struct CMUnitTest apps[] = {
+  const struct CMUnitTest on_apps[] = {
       cmocka_unit_test(vectorize_saxpy),
       cmocka_unit_test(vectorize_gelu_and_histogram),
       cmocka_unit_test(vectorize_block_work),
@@ -581,5 +446,5 @@ int main(void) {
       cmocka_unit_test(fast_math_tanh),
   };
   int failed = cmocka_run_group_tests_name("tanh", cpu, NULL, NULL);
-  return failed | cmocka_run_group_tests_name("rules_mem", apps, setup, teardown);
+  return failed | cmocka_run_group_tests_name("rules_mem", on_apps, setup, teardown);
 }
