@@ -15,6 +15,7 @@
 
 #include "ks_cli.h"
 #include "ks_llm_text.h"
+#include "ks_search.h"
 #include "ks_store.h"
 
 static const char usage[] =
@@ -42,9 +43,17 @@ static bool correct_verdict(ks_verdict v) {
   return v == KS_VERDICT_FAST || v == KS_VERDICT_SAME || v == KS_VERDICT_SLOW;
 }
 
+/* A stored variant as the search holds it. */
+static ks_variant as_variant(ks_arena *a, const ks_variant_row *v) {
+  ks_variant out = {.source = v->source, .kernel_name = v->kernel_name, .grid = v->grid,
+                    .block = v->block, .smem = v->smem};
+  ks_store_requires_split(a, v->requires, &out.requires);
+  return out;
+}
+
 /* The child as an executor would have written it: the code, and the
  * launch policy and guards as the JSON block. */
-static char *assistant_text(ks_arena *a, const ks_variant_row *v) {
+static char *assistant_text(ks_arena *a, const ks_variant *v) {
   cJSON *j = cJSON_CreateObject();
   if (v->grid)
     cJSON_AddStringToObject(j, "grid", v->grid);
@@ -53,38 +62,14 @@ static char *assistant_text(ks_arena *a, const ks_variant_row *v) {
   if (v->smem)
     cJSON_AddStringToObject(j, "smem", v->smem);
   cJSON *req = cJSON_AddArrayToObject(j, "requires");
-  for (const char *p = v->requires; p && *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t n = nl ? (size_t)(nl - p) : strlen(p);
-    if (n)
-      cJSON_AddItemToArray(req, cJSON_CreateString(ks_arena_strndup(a, p, n)));
-    p = nl ? nl + 1 : p + n;
-  }
+  for (size_t i = 0; i < v->requires.len; i++)
+    cJSON_AddItemToArray(req, cJSON_CreateString(v->requires.items[i]));
   char *policy = cJSON_Print(j);
   cJSON_Delete(j);
   char *text = ks_arena_printf(a, "```cuda\n%s\n```\n```json\n%s\n```\n", v->source,
                                policy ? policy : "{}");
   free(policy);
   return text;
-}
-
-static ks_variant as_variant(ks_arena *a, const ks_variant_row *v) {
-  ks_variant out = {.source = v->source, .kernel_name = v->kernel_name, .grid = v->grid,
-                    .block = v->block, .smem = v->smem};
-  for (const char *p = v->requires; p && *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t n = nl ? (size_t)(nl - p) : strlen(p);
-    if (n)
-      *ks_array_push(a, &out.requires) = ks_arena_strndup(a, p, n);
-    p = nl ? nl + 1 : p + n;
-  }
-  return out;
-}
-
-/* The last step of a chain: "block=128 > vec4" -> "vec4". */
-static const char *last_step(const char *chain) {
-  const char *s = chain ? strrchr(chain, '>') : NULL;
-  return s ? s + 2 : chain ? chain : "";
 }
 
 static int export_kernel(ks_ctx *ctx, ks_store *store, const ks_run_row *run,
@@ -109,7 +94,7 @@ static int export_kernel(ks_ctx *ctx, ks_store *store, const ks_run_row *run,
       continue;
     if (filter >= 2 && (c->verdict != KS_VERDICT_FAST || step <= 1.01))
       continue;
-    const char *tech = last_step(c->techniques);
+    const char *tech = ks_chain_last_step(c->techniques);
     const char *plan = c->plan ? c->plan
                                : ks_arena_printf(a, "Apply the rewrite \"%s\" to the kernel.", tech);
     ks_variant parent = as_variant(a, p);
@@ -120,7 +105,8 @@ static int export_kernel(ks_ctx *ctx, ks_store *store, const ks_run_row *run,
     cJSON *j = cJSON_CreateObject();
     cJSON *msgs = cJSON_AddArrayToObject(j, "messages");
     const char *roles[] = {"system", "user", "assistant"};
-    const char *texts[] = {prompt.system, prompt.user, assistant_text(a, c)};
+    ks_variant child = as_variant(a, c);
+    const char *texts[] = {prompt.system, prompt.user, assistant_text(a, &child)};
     for (int m = 0; m < 3; m++) {
       cJSON *msg = cJSON_CreateObject();
       cJSON_AddStringToObject(msg, "role", roles[m]);

@@ -11,13 +11,6 @@
 #include "ks_llm_text.h"
 #include "ks_search.h"
 
-/* What one proposer's candidates came to. */
-typedef struct ks_proposer_count {
-  const char *name;        /* "rules", "tuning", "llm"; NULL: unused slot */
-  unsigned candidates, evaluated, correct, faster;
-} ks_proposer_count;
-enum { KS_OUTCOME_PROPOSERS = 4 };
-
 /* What the model did for one kernel. */
 typedef struct ks_outcome_llm {
   unsigned plans, plans_rejected, children, retries, insights, cached, failed;
@@ -53,7 +46,7 @@ typedef struct ks_outcome {
                               more time */
   const char *stopped_by;  /* "rounds", "patience", "exhausted" (nothing new
                               to propose) or "budget"; NULL: not searched */
-  ks_proposer_count proposers[KS_OUTCOME_PROPOSERS];
+  ks_proposer_count proposers[KS_PROPOSER_COUNTS];
   bool has_llm;
   ks_outcome_llm llm;
 } ks_outcome;

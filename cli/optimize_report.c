@@ -39,7 +39,8 @@ void ks_progress_update(void *arg, const ks_search_progress *s) {
   size_t at = 0;
   /* With a model, each proposer's judged and correct candidates, and the
    * model's requests, tokens and cost so far. */
-  for (unsigned k = 0; p->llm && k < s->nproposers && at < sizeof llm; k++)
+  for (unsigned k = 0; p->llm && k < KS_PROPOSER_COUNTS && s->proposers[k].name && at < sizeof llm;
+       k++)
     at += (size_t)snprintf(llm + at, sizeof llm - at, ", %s %u/%u ok", s->proposers[k].name,
                            s->proposers[k].correct, s->proposers[k].evaluated);
   if (p->llm && at < sizeof llm)
@@ -84,17 +85,17 @@ static const char *short_name(const char *s, size_t max, char *buf, size_t n) {
  * faster, and for the model its requests, rejected replies, tokens and
  * cost. Shown when more than the rules proposed. */
 static void print_proposers(FILE *out, const ks_outcomes *o, const char *bold, const char *reset) {
-  ks_proposer_count sum[KS_OUTCOME_PROPOSERS] = {{0}};
+  ks_proposer_count sum[KS_PROPOSER_COUNTS] = {{0}};
   bool llm = false;
   ks_llm_tally t = {0};
   unsigned rejected = 0, plans = 0, cached = 0, insights = 0;
   for (size_t i = 0; i < o->len; i++) {
     const ks_outcome *k = &o->items[i];
-    for (size_t p = 0; p < KS_OUTCOME_PROPOSERS && k->proposers[p].name; p++) {
+    for (size_t p = 0; p < KS_PROPOSER_COUNTS && k->proposers[p].name; p++) {
       size_t s = 0;
-      while (s < KS_OUTCOME_PROPOSERS && sum[s].name && strcmp(sum[s].name, k->proposers[p].name))
+      while (s < KS_PROPOSER_COUNTS && sum[s].name && strcmp(sum[s].name, k->proposers[p].name))
         s++;
-      if (s == KS_OUTCOME_PROPOSERS)
+      if (s == KS_PROPOSER_COUNTS)
         continue;
       sum[s].name = k->proposers[p].name;
       sum[s].candidates += k->proposers[p].candidates;
@@ -119,7 +120,7 @@ static void print_proposers(FILE *out, const ks_outcomes *o, const char *bold, c
     return;
   fprintf(out, "\n%s%-10s %10s %9s %8s %9s  %s%s\n", bold, "proposer", "candidates", "correct",
           "faster", "accepted", "model", reset);
-  for (size_t s = 0; s < KS_OUTCOME_PROPOSERS && sum[s].name; s++) {
+  for (size_t s = 0; s < KS_PROPOSER_COUNTS && sum[s].name; s++) {
     char model[160] = "";
     if (!strcmp(sum[s].name, "llm"))
       snprintf(model, sizeof model,
@@ -226,7 +227,7 @@ int ks_outcomes_json(ks_ctx *ctx, FILE *out, const ks_outcomes *o, long long run
       cJSON_AddStringToObject(j, "stopped_by", k->stopped_by);
     cJSON_AddNumberToObject(j, "seconds", k->seconds);
     cJSON *props = cJSON_AddObjectToObject(j, "proposers");
-    for (size_t p = 0; p < KS_OUTCOME_PROPOSERS && k->proposers[p].name; p++) {
+    for (size_t p = 0; p < KS_PROPOSER_COUNTS && k->proposers[p].name; p++) {
       cJSON *pj = cJSON_AddObjectToObject(props, k->proposers[p].name);
       cJSON_AddNumberToObject(pj, "candidates", k->proposers[p].candidates);
       cJSON_AddNumberToObject(pj, "evaluated", k->proposers[p].evaluated);

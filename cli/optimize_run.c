@@ -198,26 +198,6 @@ static int llm_open(optimize_job *job, llm_side *l, ks_arena *a) {
   return 0;
 }
 
-static void count_proposers(ks_outcome *o, const ks_search_result *r) {
-  for (size_t i = 0; i < r->nodes.len; i++) {
-    const ks_node *n = r->nodes.items[i];
-    if (!n->proposer || !strcmp(n->proposer, "seed"))
-      continue;
-    ks_proposer_count *c = NULL;
-    for (size_t k = 0; k < KS_OUTCOME_PROPOSERS && !c; k++)
-      if (!o->proposers[k].name || !strcmp(o->proposers[k].name, n->proposer))
-        c = &o->proposers[k];
-    if (!c)
-      continue;
-    c->name = n->proposer;
-    c->candidates++;
-    c->evaluated += n->evaluated;
-    c->correct += n->evaluated && (n->verdict == KS_VERDICT_FAST || n->verdict == KS_VERDICT_SAME ||
-                                   n->verdict == KS_VERDICT_SLOW);
-    c->faster += n->evaluated && n->verdict == KS_VERDICT_FAST;
-  }
-}
-
 static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *llm,
                          double seconds, ks_progress_line *progress, ks_arena *a) {
   ks_ctx *ctx = job->ctx;
@@ -304,8 +284,7 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *
   ks_judge_evaluator_release(&je);
   if (rc)
     return -1;
-  memset(o->proposers, 0, sizeof o->proposers);
-  count_proposers(o, &r);
+  ks_count_proposers(&r.nodes, o->proposers);
   o->baseline_ms = r.baseline_ms;
   o->best_ms = r.baseline_ms;
   o->speedup = 1;

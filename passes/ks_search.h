@@ -153,6 +153,19 @@ typedef struct ks_search_options {
 
 void ks_search_options_defaults(ks_search_options *o);
 
+/* What one proposer's candidates came to. */
+typedef struct ks_proposer_count {
+  const char *name;        /* "rules", "tuning", "llm"; NULL: an unused slot */
+  unsigned candidates, evaluated, correct, faster;
+} ks_proposer_count;
+enum { KS_PROPOSER_COUNTS = 4 };
+
+/* Judged FAST, SAME or SLOW: the same result as the original. */
+bool ks_node_correct(const ks_node *n);
+/* Each proposer's candidates among `nodes` (the seed left out), in the
+ * order they first appear; `out` has KS_PROPOSER_COUNTS slots. */
+void ks_count_proposers(const ks_nodes *nodes, ks_proposer_count *out);
+
 /* Progress, once per evaluation and once per round. */
 typedef struct ks_search_progress {
   const char *kernel;
@@ -165,13 +178,7 @@ typedef struct ks_search_progress {
   double evals_per_minute;
   double seconds_left;     /* estimate from the budgets; < 0: unknown */
   bool round_done;
-  /* Per proposer that made candidates (the seed not counted): judged, and
-   * judged correct. */
-  struct {
-    const char *name;
-    unsigned evaluated, correct;
-  } proposers[4];
-  unsigned nproposers;
+  ks_proposer_count proposers[KS_PROPOSER_COUNTS]; /* name NULL: unused */
 } ks_search_progress;
 
 typedef struct ks_search_result {
@@ -208,6 +215,10 @@ typedef struct ks_search {
 /* Runs (or, when the store already holds variants of this kernel, resumes)
  * the search. */
 int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out);
+
+/* The last step of a technique chain: "block=128 > vec4" -> "vec4"; "" for
+ * NULL. */
+const char *ks_chain_last_step(const char *chain);
 
 /* The hash that decides whether two variants are the same: the source with
  * comments and whitespace runs normalized, the policy and the guards. */

@@ -244,22 +244,10 @@ static int memory_load(ks_ctx *ctx, ks_llm_proposer *p) {
   return rc;
 }
 
-static bool correct(const ks_node *n) {
-  return n && n->evaluated &&
-         (n->verdict == KS_VERDICT_FAST || n->verdict == KS_VERDICT_SAME ||
-          n->verdict == KS_VERDICT_SLOW);
-}
-
 static double speed(const ks_node *n) { return n->speedup > 0 ? n->speedup : 1; }
 
-/* The last step of a chain: "block=128 > llm:vec4" -> "llm:vec4". */
-static const char *last_step(const char *chain) {
-  const char *s = chain ? strrchr(chain, '>') : NULL;
-  return s ? s + 2 : chain ? chain : "";
-}
-
 static bool is_retry(const ks_node *n) {
-  const char *step = last_step(n->techniques);
+  const char *step = ks_chain_last_step(n->techniques);
   size_t len = strlen(step);
   return len >= 4 && !strcmp(step + len - 4, "+fix");
 }
@@ -277,7 +265,7 @@ static void queue_retry(ks_llm_proposer *p, const ks_node *node, const ks_node *
     diag = node->reason ? node->reason : "the variant did not compile";
   *ks_array_push(&p->arena, &s->retries) =
       (retry){.parent = parent, .plan = ks_arena_strdup(&p->arena, node->plan),
-              .technique = ks_arena_strdup(&p->arena, last_step(node->techniques)),
+              .technique = ks_arena_strdup(&p->arena, ks_chain_last_step(node->techniques)),
               .feedback = ks_arena_printf(&p->arena,
                                           "Your last implementation of this plan did not "
                                           "compile. The compiler said, about your code:\n%s",
@@ -293,7 +281,7 @@ static int llm_observe(void *self, ks_ctx *ctx, const ks_node *node, const ks_no
     queue_retry(p, node, parent);
     return 0;
   }
-  if (!correct(node) || !correct(parent))
+  if (!parent || !ks_node_correct(node) || !ks_node_correct(parent))
     return 0;
   double ratio = speed(node) / speed(parent);
   if (ratio < 1.03 && ratio > 0.97)
@@ -344,9 +332,8 @@ static int summarize(ks_ctx *ctx, ks_llm_proposer *p, ks_arena *a) {
       continue;
     }
     p->stats.insights++;
-    const char *step = pr->second->techniques ? strrchr(pr->second->techniques, '>') : NULL;
     ks_prompt_memory m = {.insight = r.text,
-                          .techniques = step ? step + 2 : pr->second->techniques,
+                          .techniques = ks_chain_last_step(pr->second->techniques),
                           .speedup = speed(pr->second) / speed(pr->first)};
     memory_push(p->memory, &m);
     /* A replay reproduces what was learned: nothing new to store. */

@@ -95,6 +95,25 @@ bool ks_node_correct(const ks_node *n) {
                           n->verdict == KS_VERDICT_SLOW);
 }
 
+void ks_count_proposers(const ks_nodes *nodes, ks_proposer_count *out) {
+  memset(out, 0, KS_PROPOSER_COUNTS * sizeof *out);
+  for (size_t i = 0; i < nodes->len; i++) {
+    const ks_node *n = nodes->items[i];
+    if (!n->proposer || !strcmp(n->proposer, "seed"))
+      continue;
+    size_t k = 0;
+    while (k < KS_PROPOSER_COUNTS && out[k].name && strcmp(out[k].name, n->proposer))
+      k++;
+    if (k == KS_PROPOSER_COUNTS)
+      continue;
+    out[k].name = n->proposer;
+    out[k].candidates++;
+    out[k].evaluated += n->evaluated;
+    out[k].correct += ks_node_correct(n);
+    out[k].faster += n->evaluated && n->verdict == KS_VERDICT_FAST;
+  }
+}
+
 double ks_node_fitness(const ks_node *n) { return ks_node_correct(n) ? n->speedup : -1; }
 
 ks_node *ks_search_find(search_state *st, const char *hash) {
@@ -104,25 +123,9 @@ ks_node *ks_search_find(search_state *st, const char *hash) {
   return NULL;
 }
 
-static const char *requires_text(ks_arena *a, const ks_variant *v) {
-  if (!v->requires.len)
-    return NULL;
-  ks_buf b = KS_BUF_INIT;
-  for (size_t i = 0; i < v->requires.len; i++)
-    ks_buf_addf(&b, "%s%s", i ? "\n" : "", v->requires.items[i]);
-  const char *s = ks_arena_strdup(a, b.data);
-  ks_buf_release(&b);
-  return s;
-}
-
-static void requires_parse(ks_arena *a, const char *text, ks_strings *out) {
-  while (text && *text) {
-    const char *nl = strchr(text, '\n');
-    size_t n = nl ? (size_t)(nl - text) : strlen(text);
-    if (n)
-      *ks_array_push(a, out) = ks_arena_strndup(a, text, n);
-    text += n + (nl != NULL);
-  }
+const char *ks_chain_last_step(const char *chain) {
+  const char *s = chain ? strrchr(chain, '>') : NULL;
+  return s ? s + 2 : chain ? chain : "";
 }
 
 /* A new node, written to the store at once (a kill after this point finds
@@ -155,7 +158,7 @@ ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant
                           .grid = v->grid,
                           .block = v->block,
                           .smem = v->smem,
-                          .requires = requires_text(st->arena, v),
+                          .requires = ks_store_requires_join(st->arena, &v->requires),
                           .proposer = proposer,
                           .techniques = n->techniques,
                           .plan = plan,
@@ -225,21 +228,7 @@ void ks_search_report(search_state *st, bool round_done) {
       left = by_rounds;
   }
   p.seconds_left = left < 0 ? -1 : left;
-  for (size_t i = 0; i < st->res->nodes.len; i++) {
-    const ks_node *n = st->res->nodes.items[i];
-    if (!n->evaluated || !n->proposer || !strcmp(n->proposer, "seed"))
-      continue;
-    unsigned k = 0;
-    while (k < p.nproposers && strcmp(p.proposers[k].name, n->proposer))
-      k++;
-    if (k == p.nproposers) {
-      if (k == 4)
-        continue;
-      p.proposers[p.nproposers++].name = n->proposer;
-    }
-    p.proposers[k].evaluated++;
-    p.proposers[k].correct += ks_node_correct(n);
-  }
+  ks_count_proposers(&st->res->nodes, p.proposers);
   s->progress(s->progress_arg, &p);
 }
 
@@ -351,7 +340,7 @@ static int load(search_state *st) {
                               .grid = r->grid, .block = r->block, .smem = r->smem,
                               .file = ks_arena_printf(st->arena, "%s.variant-%lld.cu",
                                                       s->kernel, r->id)};
-    requires_parse(st->arena, r->requires, &n->variant.requires);
+    ks_store_requires_split(st->arena, r->requires, &n->variant.requires);
     n->is_template = r->is_template;
     n->proposer = r->proposer;
     n->techniques = r->techniques ? r->techniques : "";

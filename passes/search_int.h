@@ -27,7 +27,6 @@ typedef struct search_state {
 } search_state;
 
 double ks_search_now(void);
-bool ks_node_correct(const ks_node *n);
 /* Speedup for correct variants, -1 for the rest. */
 double ks_node_fitness(const ks_node *n);
 void ks_nodes_sort_by_fitness(ks_node **nodes, size_t n);

@@ -134,6 +134,11 @@ typedef struct ks_variant_row {
 } ks_variant_row;
 typedef KS_ARRAY(ks_variant_row) ks_variant_rows;
 
+/* A variant's guards as the store keeps them (ks_variant_row.requires: one
+ * per line) and back; NULL for none. */
+const char *ks_store_requires_join(ks_arena *a, const ks_strings *requires);
+void ks_store_requires_split(ks_arena *a, const char *text, ks_strings *out);
+
 /* Adds a variant; when the kernel already has one with this hash, returns
  * that one's id and *existed = true (nothing written). */
 int ks_store_variant_put(ks_ctx *ctx, ks_store *s, const ks_variant_row *v, long long *id,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ks_buf.h"
 #include "ks_eval_json.h"
 
 /* ---- runs ---------------------------------------------------------------- */
@@ -232,6 +233,27 @@ int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_ke
 }
 
 /* ---- variants ------------------------------------------------------------ */
+
+const char *ks_store_requires_join(ks_arena *a, const ks_strings *requires) {
+  if (!requires->len)
+    return NULL;
+  ks_buf b = KS_BUF_INIT;
+  for (size_t i = 0; i < requires->len; i++)
+    ks_buf_addf(&b, "%s%s", i ? "\n" : "", requires->items[i]);
+  const char *s = ks_arena_strdup(a, b.data);
+  ks_buf_release(&b);
+  return s;
+}
+
+void ks_store_requires_split(ks_arena *a, const char *text, ks_strings *out) {
+  while (text && *text) {
+    const char *nl = strchr(text, '\n');
+    size_t n = nl ? (size_t)(nl - text) : strlen(text);
+    if (n)
+      *ks_array_push(a, out) = ks_arena_strndup(a, text, n);
+    text += n + (nl != NULL);
+  }
+}
 
 int ks_store_variant_put(ks_ctx *ctx, ks_store *s, const ks_variant_row *v, long long *id,
                          bool *existed) {
