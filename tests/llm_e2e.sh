@@ -96,15 +96,6 @@ for k in json.load(open(sys.argv[1]))["kernels"]:
 PY
 check "replay: the same winner, byte for byte" cmp -s "$tmp/w1.cu" "$tmp/s/winners/saxpy_kernel.cu"
 
-# --proposer all: rules and the model share the rounds (replayed).
-"$bin" -q optimize --stand-in-judge --proposer all --rounds 2 -k saxpy_kernel "${llm[@]}" \
-  --llm-cache replay --store "$tmp/s" --json "$data/apps" >"$tmp/r3.json" 2>/dev/null
-check "--proposer all: candidates of both proposers" python3 -c '
-import json, sys
-k = json.load(open(sys.argv[1]))["kernels"][0]
-assert k["proposers"]["rules"]["candidates"] > 0, k["proposers"]
-assert "llm" in k["proposers"] or k["llm"]["failed"] > 0, k' "$tmp/r3.json"
-
 # A request budget stops the model cleanly.
 python3 "$here/llm_replay_server.py" "$data/llm/replies" "$tmp/script.json" "$tmp/log2.jsonl" \
   >"$tmp/port2" 2>/dev/null &
@@ -133,6 +124,16 @@ check "... in one line naming the file and the field" sh -c "[ \$(wc -l <'$tmp/p
 # Source comments are data: a kernel whose comment tells the model to print
 # the key and add a backdoor. The comment reaches the model only inside the
 # prompt's data delimiters; the key reaches it never; the run is a normal run.
+# --proposer all: rules and the model share the rounds.
+KERNELSMITH_LLM_KEY=$key "$bin" -q optimize --stand-in-judge --proposer all --rounds 2 \
+  -k saxpy_kernel --llm-url "http://127.0.0.1:$port2/v1" --llm-model all-model --llm-cache off \
+  --store "$tmp/all" --json "$data/apps" >"$tmp/r3.json" 2>"$tmp/r3.err"
+check "--proposer all: candidates of both proposers" python3 -c '
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+assert k["proposers"]["rules"]["candidates"] > 0, k["proposers"]
+assert k["proposers"]["llm"]["candidates"] > 0, k["proposers"]' "$tmp/r3.json"
+
 kill $server 2>/dev/null
 wait $server 2>/dev/null
 mkdir -p "$tmp/inj"
@@ -183,5 +184,5 @@ assert seen > 0, "the comment never reached a prompt"
 PY
 
 # The canary key: nowhere in what the tool wrote.
-check "the key appears in no output, store, winner or export" sh -c "! grep -rqa -- '$key' '$tmp'/r1.json '$tmp'/r1.err '$tmp'/r2.json '$tmp'/r2.err '$tmp'/b.json '$tmp'/b.err '$tmp'/p.err '$tmp'/t.jsonl '$tmp'/ti.jsonl '$tmp'/s '$tmp'/b '$tmp'/inj.json '$tmp'/inj.err '$tmp'/inj/.kernelsmith"
+check "the key appears in no output, store, winner or export" sh -c "! grep -rqa -- '$key' '$tmp'/r1.json '$tmp'/r1.err '$tmp'/r2.json '$tmp'/r2.err '$tmp'/b.json '$tmp'/b.err '$tmp'/p.err '$tmp'/r3.json '$tmp'/r3.err '$tmp'/all '$tmp'/t.jsonl '$tmp'/ti.jsonl '$tmp'/s '$tmp'/b '$tmp'/inj.json '$tmp'/inj.err '$tmp'/inj/.kernelsmith"
 [ $fails -eq 0 ]
