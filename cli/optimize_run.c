@@ -198,6 +198,14 @@ static int llm_open(optimize_job *job, llm_side *l, ks_arena *a) {
   return 0;
 }
 
+/* The searches the time budget stopped before their last round. */
+static size_t budget_stopped_count(const kjob *jobs, size_t n) {
+  size_t stopped = 0;
+  for (size_t i = 0; i < n; i++)
+    stopped += jobs[i].ready && jobs[i].outcome->budget_hit;
+  return stopped;
+}
+
 static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *llm,
                          double seconds, ks_progress_line *progress, ks_arena *a) {
   ks_ctx *ctx = job->ctx;
@@ -521,7 +529,6 @@ int optimize_run(optimize_job *job) {
     k->outcome->seconds = now_seconds() - k0;
     /* A search its budget stopped is not done: --resume goes on with it. */
     const char *st = *job->interrupted || k->outcome->budget_hit ? "searching" : "done";
-    budget_stopped |= k->outcome->budget_hit;
     if (ks_store_kernel_update(ctx, job->store, k->store_id, st, NULL, k->outcome->baseline_ms))
       goto fail;
     if (!progress.live && !job->json)
@@ -530,39 +537,30 @@ int optimize_run(optimize_job *job) {
   }
   /* Time the fast searches left over goes to the kernels the budget
    * stopped (slow kernels early in the order got only an equal share),
-   * as many passes as the time allows. */
-  while (budget_stopped && job->max_seconds > 0 && !*job->interrupted && exit_code == KS_EXIT_OK) {
-    size_t stopped = 0;
-    for (size_t i = 0; i < jobs.len; i++)
-      stopped += jobs.items[i].ready && jobs.items[i].outcome->budget_hit;
-    double remaining = job->max_seconds - (now_seconds() - t0);
-    if (!stopped || remaining < 5.0 * (double)stopped)
+   * as many passes as the time allows (each search gets at least 5 s). */
+  while (job->max_seconds > 0 && !*job->interrupted && exit_code == KS_EXIT_OK) {
+    size_t stopped = budget_stopped_count(jobs.items, jobs.len);
+    if (!stopped || job->max_seconds - (now_seconds() - t0) < 5.0 * (double)stopped)
       break;
-    budget_stopped = false;
     for (size_t i = 0; i < jobs.len && !*job->interrupted; i++) {
       kjob *k = &jobs.items[i];
       if (!k->ready || !k->outcome->budget_hit)
         continue;
       double share = (job->max_seconds - (now_seconds() - t0)) / (double)stopped--;
-      if (share < 1)
-        break;
       double k0 = now_seconds();
       if (search_kernel(job, k, judge_open ? &judge : NULL, &llm, share, &progress, &arena)) {
         /* The first pass's outcome and store rows stand; --resume can go on. */
         ks_warn(ctx, "%s: continuing its search failed: %s", k->outcome->kernel, ctx->error);
-        budget_stopped = true;
         goto passes_done;
       }
       k->outcome->seconds += now_seconds() - k0;
-      budget_stopped |= k->outcome->budget_hit;
       const char *st = *job->interrupted || k->outcome->budget_hit ? "searching" : "done";
       if (ks_store_kernel_update(ctx, job->store, k->store_id, st, NULL, k->outcome->baseline_ms))
         goto fail;
     }
-    if (!budget_stopped)
-      break;
   }
 passes_done:
+  budget_stopped = budget_stopped_count(jobs.items, jobs.len) > 0;
   if (*job->interrupted) {
     ks_store_run_finish(ctx, job->store, runid, "interrupted");
     fprintf(stderr, "%s: interrupted; every finished evaluation is stored. Continue with: "
