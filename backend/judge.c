@@ -459,12 +459,17 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
         sr->screened = true;
         continue;
       }
-      unsigned long long *seeds = ks_arena_alloc(a, nseeds * sizeof *seeds);
-      for (unsigned k = 0; k < nseeds; k++)
+      /* Captured inputs are the same for every seed: one run says it all
+       * (and the fp64 twin cannot widen bytes read from a file). */
+      bool captured = s->workloads[i].captured;
+      unsigned n = captured ? 1 : nseeds;
+      unsigned long long *seeds = ks_arena_alloc(a, n * sizeof *seeds);
+      for (unsigned k = 0; k < n; k++)
         seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);
-      ks_run_request req = {.base = s->base, .cand = cand, .ref = s->ref,
+      ks_run_request req = {.base = s->base, .cand = cand,
+                            .ref = captured ? (ks_module){0} : s->ref,
                             .work = &s->workloads[i], .cand_launch = c->launches[i],
-                            .seeds = seeds, .nseeds = nseeds, .verify = true};
+                            .seeds = seeds, .nseeds = n, .verify = true};
       ks_run_result vr;
       if (run(ctx, j, &req, a, &vr))
         return -1;
@@ -549,5 +554,32 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
   decide(j, a, e);
 out:
   e->wall_seconds = now_s() - t0;
+  return 0;
+}
+
+int ks_judge_replay(ks_ctx *ctx, ks_judge *j, const ks_subject *s, size_t w, ks_arena *a,
+                    ks_replay *out) {
+  memset(out, 0, sizeof *out);
+  unsigned long long seed = mix(j->opts.seed, w + 1);
+  ks_run_request req = {.base = s->base, .work = &s->workloads[w], .seeds = &seed, .nseeds = 1,
+                        .replay = true};
+  ks_run_result r;
+  if (run(ctx, j, &req, a, &r))
+    return -1;
+  out->status = r.status;
+  out->error = r.error;
+  if (r.status != KS_RUN_OK)
+    return 0;
+  if (r.seeds.len)
+    out->outputs = r.seeds.items[0].outputs;
+  out->bit_for_bit = out->within_tolerance = true;
+  for (size_t i = 0; i < out->outputs.len; i++) {
+    const ks_output_check *o = &out->outputs.items[i];
+    if (!o->has_capture)
+      continue;
+    out->compared++;
+    out->bit_for_bit &= !o->capture_bit_diffs;
+    out->within_tolerance &= !o->capture_mismatches;
+  }
   return 0;
 }

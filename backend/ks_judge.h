@@ -159,6 +159,23 @@ typedef struct ks_candidate {
 int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c,
                   ks_arena *arena, ks_eval *out);
 
+/* A captured launch replayed: the original run alone on workload `w`
+ * (captured: its buffers carry the snapshots), and every output compared
+ * with what the capture recorded after the launch. A capture the original
+ * does not reproduce within tolerance missed something the kernel reads
+ * (constant memory, a texture, pointers stored inside a buffer) and must
+ * not serve as a test input. */
+typedef struct ks_replay {
+  ks_run_status status;        /* KS_RUN_OK: it ran; see below */
+  const char *error;
+  ks_output_checks outputs;    /* the capture fields set where compared */
+  size_t compared;             /* outputs with a snapshot to compare */
+  bool bit_for_bit;            /* every compared output identical */
+  bool within_tolerance;       /* every compared output within tolerance */
+} ks_replay;
+int ks_judge_replay(ks_ctx *ctx, ks_judge *j, const ks_subject *s, size_t w, ks_arena *arena,
+                    ks_replay *out);
+
 /* Compiles `n` candidates in parallel ahead of their evaluations, so that
  * ks_judge_eval finds them in the cubin cache (a judge without a cache
  * directory gains nothing). A candidate that does not compile is left for

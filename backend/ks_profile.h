@@ -101,6 +101,12 @@ const char *ks_profile_demangle(ks_arena *a, const char *mangled);
  * arguments decide. Kernels with no match keep NULL. Returns how many were
  * mapped. */
 size_t ks_profile_map(ks_profile *p, const ks_kernels *kernels);
+/* The index in `kernels` of the kernel a driver name is, by the same rules
+ * (demangled: NULL to demangle `mangled` here), or -1. With `targs`, the
+ * template arguments the name carries ("float, 128"; NULL when it carries
+ * none), in `a`. */
+long ks_profile_match(ks_arena *a, const char *mangled, const char *demangled,
+                      const ks_kernels *kernels, const char **targs);
 
 /* The aggregated profile as JSON (docs/profile.md), and back. */
 int ks_profile_write_json(ks_ctx *ctx, FILE *out, const ks_profile *p);

@@ -82,6 +82,11 @@ typedef struct ks_run_request {
   bool verify;               /* compare cand with base for every seed */
   bool time;                 /* interleaved timing, then the last timed
                                 output rechecked on new inputs */
+  bool replay;               /* the original alone, once per seed, its
+                                outputs compared with what the workload's
+                                capture recorded (expect_file); the result
+                                has one seed check per seed, with only
+                                the capture fields of its outputs set */
   unsigned long long recheck_seed; /* inputs for that recheck */
   ks_timing_options timing;
 } ks_run_request;
@@ -122,6 +127,14 @@ typedef struct ks_output_check {
   long long ref_first_mismatch;      /* index, -1 when none */
   double ref_value, ref_got, ref_base; /* at ref_first_mismatch: the
                                         reference, the candidate, the original */
+  /* Against what a capture recorded after the launch (the buffer has an
+   * expect_file), in a replay request: the original's output compared bit
+   * for bit, and with the tolerance. */
+  bool has_capture;
+  unsigned long long capture_bit_diffs;  /* elements whose bytes differ */
+  unsigned long long capture_mismatches; /* of those, beyond tolerance */
+  long long capture_first_diff;          /* index, -1 when none */
+  double capture_expected, capture_got;  /* at capture_first_diff */
 } ks_output_check;
 typedef KS_ARRAY(ks_output_check) ks_output_checks;
 

@@ -617,6 +617,38 @@ static int anonymous_in_file(ks_arena *a, const char *mangled, const ks_kernel *
   return strstr(anon, base) ? 5 : 0;
 }
 
+long ks_profile_match(ks_arena *a, const char *mangled, const char *demangled,
+                      const ks_kernels *kernels, const char **targs) {
+  cxx_name n;
+  if (!demangled)
+    demangled = ks_profile_demangle(a, mangled);
+  parse_cxx_name(a, demangled ? demangled : mangled, &n);
+  const char *base = !strncmp(n.base, "::", 2) ? n.base + 2 : n.base;
+  int best = -1;
+  size_t which = 0;
+  for (size_t k = 0; k < kernels->len; k++) {
+    const ks_kernel *sk = &kernels->items[k];
+    if (!sk->qualified_name || strcmp(sk->qualified_name, base))
+      continue;
+    int score = fit(a, sk, &n) + anonymous_in_file(a, mangled, sk);
+    if (score > best) {
+      best = score;
+      which = k;
+    }
+  }
+  if (targs) {
+    *targs = NULL;
+    if (n.has_targs) {
+      ks_buf b = KS_BUF_INIT;
+      for (size_t i = 0; i < n.targs.len; i++)
+        ks_buf_addf(&b, "%s%s", i ? ", " : "", n.targs.items[i]);
+      *targs = ks_arena_strdup(a, b.data);
+      ks_buf_release(&b);
+    }
+  }
+  return best < 0 ? -1 : (long)which;
+}
+
 size_t ks_profile_map(ks_profile *p, const ks_kernels *kernels) {
   ks_arena tmp = KS_ARENA_INIT;
   /* One source per scan kernel, shared by the names mapped to it. */
@@ -624,23 +656,9 @@ size_t ks_profile_map(ks_profile *p, const ks_kernels *kernels) {
   size_t mapped = 0;
   for (size_t i = 0; i < p->kernels.len; i++) {
     ks_profile_kernel *pk = &p->kernels.items[i];
-    cxx_name n;
-    parse_cxx_name(&tmp, pk->demangled, &n);
-    const char *base = !strncmp(n.base, "::", 2) ? n.base + 2 : n.base;
-    int best = -1;
-    size_t which = 0;
-    for (size_t k = 0; k < kernels->len; k++) {
-      const ks_kernel *sk = &kernels->items[k];
-      if (!sk->qualified_name || strcmp(sk->qualified_name, base))
-        continue;
-      int score = fit(&tmp, sk, &n) + anonymous_in_file(&tmp, pk->mangled, sk);
-      if (score > best) {
-        best = score;
-        which = k;
-      }
-    }
+    long which = ks_profile_match(&tmp, pk->mangled, pk->demangled, kernels, NULL);
     pk->source = NULL;
-    if (best < 0)
+    if (which < 0)
       continue;
     if (!made[which]) {
       const ks_kernel *sk = &kernels->items[which];

@@ -9,6 +9,9 @@
  * decimal strings, since a JSON number is a double and would round them.
  * Doubles that JSON cannot spell (NaN, infinities: a relative error against
  * a zero, an expected value that is NaN) travel as "nan", "inf", "-inf".
+ * Fields added after version 1's first release (captured workloads, raw
+ * byte arguments, replay, the capture checks) are left out at their
+ * defaults, so that a frame without them is byte for byte what it was.
  * Decoding is in wire_decode.c, framing and the reading and writing of
  * frames in wire_io.c. */
 #include "ks_wire.h"
@@ -40,7 +43,7 @@ static const char *const dist_names[] = {
     [KS_DIST_UNIFORM] = "uniform",         [KS_DIST_NORMAL] = "normal",
     [KS_DIST_INT] = "int",                 [KS_DIST_IOTA] = "iota",
     [KS_DIST_PERMUTATION] = "permutation", [KS_DIST_CONSTANT] = "constant",
-    [KS_DIST_SORTED_INT] = "sorted_int",
+    [KS_DIST_SORTED_INT] = "sorted_int",   [KS_DIST_FILE] = "file",
 };
 static const struct {
   const char *name;
@@ -140,6 +143,18 @@ static void put_string(cJSON *o, const char *k, const char *s) {
     cJSON_AddNullToObject(o, k);
 }
 
+/* Raw bytes as lowercase hex, two digits a byte. */
+static cJSON *hex_item(const unsigned char *bytes, size_t size) {
+  static const char digits[] = "0123456789abcdef";
+  char text[2 * KS_WIRE_MAX_ARG_BYTES + 1];
+  for (size_t i = 0; i < size; i++) {
+    text[2 * i] = digits[bytes[i] >> 4];
+    text[2 * i + 1] = digits[bytes[i] & 15];
+  }
+  text[2 * size] = '\0';
+  return cJSON_CreateString(text);
+}
+
 static cJSON *dim3_item(const unsigned d[3]) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; i < 3; i++)
@@ -191,6 +206,9 @@ static int workload_item(ks_ctx *ctx, const ks_workload *w, cJSON **out) {
         (size_t)b->role >= COUNT(role_names) || (size_t)b->dist >= COUNT(dist_names))
       return ks_fail(ctx, "worker protocol: buffer %zu (%s) has no element type, role or "
                           "distribution the worker knows", i, b->name ? b->name : "?");
+    if (b->dist == KS_DIST_FILE && !b->file)
+      return ks_fail(ctx, "worker protocol: buffer %zu (%s) is read from a file but names none",
+                     i, b->name ? b->name : "?");
     cJSON *e = cJSON_CreateObject();
     put_string(e, "name", b->name);
     cJSON_AddStringToObject(e, "dtype", ks_wire_dtype_name(b->dtype));
@@ -201,17 +219,37 @@ static int workload_item(ks_ctx *ctx, const ks_workload *w, cJSON **out) {
     put_double(e, "b", b->b);
     put_double(e, "atol", b->atol);
     put_double(e, "rtol", b->rtol);
+    if (b->file)
+      cJSON_AddStringToObject(e, "file", b->file);
+    if (b->file_offset)
+      put_u64(e, "file_offset", b->file_offset);
+    if (b->expect_file)
+      cJSON_AddStringToObject(e, "expect_file", b->expect_file);
+    if (b->expect_offset)
+      put_u64(e, "expect_offset", b->expect_offset);
     cJSON_AddItemToArray(bufs, e);
   }
   cJSON *args = cJSON_AddArrayToObject(o, "args");
   for (size_t i = 0; i < w->args.len; i++) {
     const ks_warg *a = &w->args.items[i];
     cJSON *e = cJSON_CreateObject();
+    cJSON_AddItemToArray(args, e); /* owned by the tree from here, whatever fails */
     if (a->kind == KS_ARG_BUFFER) {
       if (a->buffer >= w->buffers.len)
         return ks_fail(ctx, "worker protocol: argument %zu names buffer %zu of %zu", i, a->buffer,
                        w->buffers.len);
       cJSON_AddNumberToObject(e, "buffer", (double)a->buffer);
+      if (a->offset)
+        put_u64(e, "offset", a->offset);
+      if (a->length_set)
+        put_u64(e, "length", a->length);
+      if (a->length_unknown)
+        cJSON_AddBoolToObject(e, "length_unknown", true);
+    } else if (a->kind == KS_ARG_BYTES) {
+      if (!a->bytes || a->size == 0 || a->size > KS_WIRE_MAX_ARG_BYTES)
+        return ks_fail(ctx, "worker protocol: argument %zu passes %zu raw bytes (1 to %d)", i,
+                       a->size, KS_WIRE_MAX_ARG_BYTES);
+      cJSON_AddItemToObject(e, "bytes", hex_item(a->bytes, a->size));
     } else {
       if (!ks_wire_dtype_name(a->dtype) || a->dtype == KS_DT_NONE)
         return ks_fail(ctx, "worker protocol: scalar argument %zu has no type", i);
@@ -221,11 +259,12 @@ static int workload_item(ks_ctx *ctx, const ks_workload *w, cJSON **out) {
       else
         put_double(e, "float", a->value.f);
     }
-    cJSON_AddItemToArray(args, e);
   }
   cJSON_AddItemToObject(o, "launch", launch_item(&w->launch));
   put_u64(o, "bytes_min", w->bytes_min);
   put_double(o, "flops", w->flops);
+  if (w->captured)
+    cJSON_AddBoolToObject(o, "captured", true);
   return 0;
 }
 
@@ -269,6 +308,8 @@ static int run_item(ks_ctx *ctx, encoder *enc, const ks_run_request *r, cJSON *o
   }
   cJSON_AddBoolToObject(o, "verify", r->verify);
   cJSON_AddBoolToObject(o, "time", r->time);
+  if (r->replay)
+    cJSON_AddBoolToObject(o, "replay", true);
   put_u64(o, "recheck_seed", r->recheck_seed);
   cJSON_AddItemToObject(o, "timing", timing_options_item(&r->timing));
   return 0;
@@ -291,6 +332,17 @@ static cJSON *ref_item(const ks_output_check *c) {
   return o;
 }
 
+/* An output against its capture, in a replay. */
+static cJSON *capture_item(const ks_output_check *c) {
+  cJSON *o = cJSON_CreateObject();
+  put_u64(o, "bit_diffs", c->capture_bit_diffs);
+  put_u64(o, "mismatches", c->capture_mismatches);
+  put_i64(o, "first_diff", c->capture_first_diff);
+  put_double(o, "expected", c->capture_expected);
+  put_double(o, "got", c->capture_got);
+  return o;
+}
+
 static cJSON *outputs_item(const ks_output_checks *checks) {
   cJSON *a = cJSON_CreateArray();
   for (size_t i = 0; i < checks->len; i++) {
@@ -306,6 +358,8 @@ static cJSON *outputs_item(const ks_output_checks *checks) {
     put_double(e, "expected", c->expected);
     put_double(e, "got", c->got);
     cJSON_AddItemToObject(e, "ref", ref_item(c));
+    if (c->has_capture)
+      cJSON_AddItemToObject(e, "capture", capture_item(c));
     cJSON_AddItemToArray(a, e);
   }
   return a;

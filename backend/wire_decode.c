@@ -7,7 +7,8 @@
  * cubins go into the caller's arena; nothing points into the frame.
  *
  * 64-bit integers arrive as decimal strings, doubles as numbers or "nan",
- * "inf", "-inf" (see wire.c). */
+ * "inf", "-inf" (see wire.c). The fields wire.c leaves out at their
+ * defaults (opt_*) are the only ones that may be missing. */
 #include "ks_wire.h"
 
 #include <cjson/cJSON.h>
@@ -144,6 +145,57 @@ static const char *get_string(decoder *d, const cJSON *o, const char *k, bool nu
   return ks_arena_strdup(d->arena, v->valuestring);
 }
 
+/* Optional fields: absent is the default; present, checked as above. */
+static bool has(const cJSON *o, const char *k) {
+  return cJSON_IsObject(o) && cJSON_GetObjectItemCaseSensitive(o, k) != NULL;
+}
+
+static unsigned long long opt_u64(decoder *d, const cJSON *o, const char *k) {
+  return has(o, k) ? get_u64(d, o, k) : 0;
+}
+
+static bool opt_bool(decoder *d, const cJSON *o, const char *k) {
+  return has(o, k) && get_bool(d, o, k);
+}
+
+static const char *opt_string(decoder *d, const cJSON *o, const char *k) {
+  return has(o, k) ? get_string(d, o, k, false) : NULL;
+}
+
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+/* A raw-bytes argument from its hex string, into the arena. */
+static void get_hex(decoder *d, const cJSON *o, const char *k, ks_warg *a) {
+  const cJSON *v = field(d, o, k);
+  const char *s = v && cJSON_IsString(v) ? v->valuestring : NULL;
+  size_t n = s ? strlen(s) : 0;
+  if (v && (!s || n == 0 || n % 2)) {
+    bad(d, "field '%s' is not a non-empty string of hex digit pairs", k);
+    return;
+  }
+  if (n / 2 > KS_WIRE_MAX_ARG_BYTES) {
+    bad(d, "field '%s' holds %zu bytes, over the cap of %d for an argument", k, n / 2,
+        KS_WIRE_MAX_ARG_BYTES);
+    return;
+  }
+  unsigned char *bytes = ks_arena_alloc(d->arena, n / 2 + 1);
+  for (size_t i = 0; s && i < n / 2; i++) {
+    int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      bad(d, "field '%s' is not a non-empty string of hex digit pairs", k);
+      return;
+    }
+    bytes[i] = (unsigned char)(hi << 4 | lo);
+  }
+  a->bytes = bytes;
+  a->size = n / 2;
+}
+
 /* A fixed-size string field of a struct. */
 static void get_chars(decoder *d, const cJSON *o, const char *k, char *out, size_t size) {
   const char *s = get_string(d, o, k, false);
@@ -231,6 +283,12 @@ static void get_workload(decoder *d, const cJSON *o, ks_workload *w) {
     b->b = get_double(d, e, "b");
     b->atol = get_double(d, e, "atol");
     b->rtol = get_double(d, e, "rtol");
+    b->file = opt_string(d, e, "file");
+    b->file_offset = opt_u64(d, e, "file_offset");
+    b->expect_file = opt_string(d, e, "expect_file");
+    b->expect_offset = opt_u64(d, e, "expect_offset");
+    if (b->dist == KS_DIST_FILE && !b->file)
+      bad(d, "buffer '%s' is read from a file but names none", b->name ? b->name : "?");
   }
   const cJSON *args = get_array(d, o, "args");
   cJSON_ArrayForEach(e, args) {
@@ -240,6 +298,15 @@ static void get_workload(decoder *d, const cJSON *o, ks_workload *w) {
     if (cJSON_GetObjectItemCaseSensitive(e, "buffer")) {
       a->kind = KS_ARG_BUFFER;
       a->buffer = (size_t)get_int(d, e, "buffer", 0, (long long)w->buffers.len - 1);
+      a->offset = opt_u64(d, e, "offset");
+      a->length_set = has(e, "length");
+      a->length = opt_u64(d, e, "length");
+      a->length_unknown = opt_bool(d, e, "length_unknown");
+      continue;
+    }
+    if (has(e, "bytes")) {
+      a->kind = KS_ARG_BYTES;
+      get_hex(d, e, "bytes", a);
       continue;
     }
     a->kind = KS_ARG_SCALAR;
@@ -253,6 +320,7 @@ static void get_workload(decoder *d, const cJSON *o, ks_workload *w) {
   get_launch(d, o, "launch", &w->launch);
   w->bytes_min = get_u64(d, o, "bytes_min");
   w->flops = get_double(d, o, "flops");
+  w->captured = opt_bool(d, o, "captured");
 }
 
 static void get_run(decoder *d, const cJSON *o, ks_run_request *r) {
@@ -271,6 +339,7 @@ static void get_run(decoder *d, const cJSON *o, ks_run_request *r) {
   r->seeds = s;
   r->verify = get_bool(d, o, "verify");
   r->time = get_bool(d, o, "time");
+  r->replay = opt_bool(d, o, "replay");
   r->recheck_seed = get_u64(d, o, "recheck_seed");
   const cJSON *t = get_object(d, o, "timing");
   r->timing.min_samples = (unsigned)get_int(d, t, "min_samples", 0, UINT32_MAX);
@@ -304,6 +373,22 @@ static void get_ref(decoder *d, const cJSON *e, ks_output_check *c) {
   c->ref_base = get_double(d, r, "base");
 }
 
+/* An output's "capture", present only in a replay's results. */
+static void get_capture(decoder *d, const cJSON *e, ks_output_check *c) {
+  c->capture_first_diff = -1;
+  if (!has(e, "capture"))
+    return;
+  const cJSON *r = get_object(d, e, "capture");
+  if (d->failed)
+    return;
+  c->has_capture = true;
+  c->capture_bit_diffs = get_u64(d, r, "bit_diffs");
+  c->capture_mismatches = get_u64(d, r, "mismatches");
+  c->capture_first_diff = get_i64(d, r, "first_diff");
+  c->capture_expected = get_double(d, r, "expected");
+  c->capture_got = get_double(d, r, "got");
+}
+
 static void get_outputs(decoder *d, const cJSON *o, const char *k, ks_output_checks *out) {
   const cJSON *a = get_array(d, o, k), *e;
   cJSON_ArrayForEach(e, a) {
@@ -320,6 +405,7 @@ static void get_outputs(decoder *d, const cJSON *o, const char *k, ks_output_che
     c->expected = get_double(d, e, "expected");
     c->got = get_double(d, e, "got");
     get_ref(d, e, c);
+    get_capture(d, e, c);
   }
 }
 

@@ -19,6 +19,11 @@
 #include "ks_ctx.h"
 #include "ks_wire.h"
 
+/* The most bytes a raw-bytes argument (KS_ARG_BYTES) may carry: a kernel's
+ * whole parameter block was 4 KiB before Volta, and a struct passed by value
+ * beyond that is no kernel this tool rewrites. Both sides refuse more. */
+enum { KS_WIRE_MAX_ARG_BYTES = 4096 };
+
 /* The names of an enum on the wire, indexed by value (wire.c). */
 typedef struct ks_wire_names {
   const char *const *names;

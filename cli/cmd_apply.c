@@ -159,6 +159,21 @@ static bool wanted(const char *const *names, size_t n, const char *kernel) {
 }
 
 /* The winners of the newest run in the store. */
+
+/* The spec a kernel optimized from captured launches had: made again from
+ * the capture file the store names. */
+static int capture_spec(ks_ctx *ctx, const char *path, const ks_scan *scan, const ks_kernel *k,
+                        ks_arena *a, ks_spec *out) {
+  ks_capture cap;
+  if (ks_capture_open(ctx, path, &cap))
+    return -1;
+  int rc = ks_capture_spec(ctx, &cap, scan, k, a, out);
+  if (!rc) /* the only string of the capture's own arena */
+    out->file = ks_arena_strdup(a, path);
+  ks_capture_close(&cap);
+  return rc;
+}
+
 static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_scan *scan,
                          const char *const *names, size_t nnames, double min_speedup,
                          winners *wins, int *arch) {
@@ -197,8 +212,15 @@ static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_sca
       ks_warn(ctx, "%s: not found under the paths scanned: %s", r->name, ctx->error);
       continue;
     }
-    if (ks_spec_find(ctx, scan, w.k, a, &w.spec) != 0) {
-      ks_warn(ctx, "%s: its spec cannot be read: %s", r->name, ctx->error);
+    int spec_found = ks_spec_find(ctx, scan, w.k, a, &w.spec);
+    if (spec_found > 0 && r->spec && !strncmp(r->spec, "capture:", 8) &&
+        capture_spec(ctx, r->spec + 8, scan, w.k, a, &w.spec)) {
+      ks_warn(ctx, "%s: it was optimized from captured launches: %s", r->name, ctx->error);
+      continue;
+    }
+    if (spec_found < 0 || (spec_found > 0 && !w.spec.file)) {
+      ks_warn(ctx, "%s: its spec cannot be read: %s", r->name,
+              spec_found < 0 ? ctx->error : "it has none now");
       continue;
     }
     bool is_template = false;

@@ -50,6 +50,10 @@ static const char usage[] =
     "                       profile wrote (docs/profile.md)\n"
     "      --top N          with --profile: the N with the most GPU time (default 5)\n"
     "      --min-share P    with --profile: those with P% of the GPU time or more\n"
+    "      --capture FILE   captured launches (profile --capture) as test inputs:\n"
+    "                       beside a spec's sizes, or the only inputs of a kernel\n"
+    "                       with no spec (default with --profile: capture.kscap\n"
+    "                       beside the profile, when there is one)\n"
     "      --strategy S     evolve (islands and a MAP-Elites archive; default) or\n"
     "                       beam (the best B, N proposals each)\n"
     "      --proposer P     rules (every rewrite; default), tuning (launch\n"
@@ -120,6 +124,7 @@ typedef struct config {
   ks_judge_options judge;
   double max_seconds;
   const char *profile;        /* --profile: the hot kernels become `kernels` */
+  const char *capture;        /* --capture, or the one beside --profile */
   unsigned top;               /* --top; 0: not given */
   double min_share;           /* --min-share, percent; 0: not given */
   ks_arena arena;
@@ -137,7 +142,7 @@ enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECO
        OPT_RESUME, OPT_STORE, OPT_SAMPLE_SECONDS, OPT_DEVICE, OPT_TIMEOUT, OPT_STANDIN,
        OPT_JSON, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_API, OPT_LLM_KEY_FILE, OPT_LLM_JOBS,
        OPT_LLM_PLANS, OPT_LLM_CACHE, OPT_LLM_PRICES, OPT_MAX_COST, OPT_MAX_TOKENS,
-       OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE };
+       OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE, OPT_CAPTURE };
 
 static int count_option(ks_ctx *ctx, const char *name, const char *arg, long lo, long hi,
                         unsigned *out) {
@@ -196,6 +201,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
       {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
       {"profile", required_argument, NULL, OPT_PROFILE},
+      {"capture", required_argument, NULL, OPT_CAPTURE},
       {"top", required_argument, NULL, OPT_TOP},
       {"min-share", required_argument, NULL, OPT_MIN_SHARE},
       {"help", no_argument, NULL, 'h'},
@@ -390,6 +396,9 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
     case OPT_PROFILE:
       c->profile = ks_arena_strdup(&c->arena, optarg);
       break;
+    case OPT_CAPTURE:
+      c->capture = ks_arena_strdup(&c->arena, optarg);
+      break;
     case OPT_TOP:
       if (count_option(ctx, "--top", optarg, 1, 100000, &c->top))
         return KS_EXIT_USAGE;
@@ -468,7 +477,7 @@ static int stored_argv(ks_ctx *ctx, const char *json, ks_arena *a, int *argc, ch
   return 0;
 }
 
-/* --- profile: the hot kernels of --profile, as --kernel names ---
+/* The hot kernels of --profile, as --kernel names.
  * The scan kernel each maps to is named by its signature, which tells
  * overloads apart; a template's instantiations were added up into one.
  * optimize_run warns about each one without a spec. */
@@ -500,9 +509,19 @@ static int profile_kernels(ks_ctx *ctx, config *c) {
     rc = ks_fail(ctx, "%s: none of the hot kernels is in the sources (a library's kernels are "
                       "not searched)", c->profile);
   ks_profile_release(&p);
+  /* profile --capture writes capture.kscap beside the profile. */
+  if (!rc && !c->capture) {
+    const char *slash = strrchr(c->profile, '/');
+    const char *beside = slash ? ks_arena_printf(&c->arena, "%.*s/capture.kscap",
+                                                 (int)(slash - c->profile), c->profile)
+                               : "capture.kscap";
+    if (!access(beside, F_OK)) {
+      c->capture = beside;
+      ks_info(ctx, "captured inputs from %s", beside);
+    }
+  }
   return rc;
 }
-/* --- end profile --- */
 
 static int run(ks_ctx *ctx, int argc, char **argv) {
   config c = {0};
@@ -575,7 +594,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     c.json = c.json || json;
     ks_info(ctx, "resuming run %lld", resume_run);
   }
-  if (c.profile && profile_kernels(ctx, &c)) /* --- profile --- */
+  if (c.profile && profile_kernels(ctx, &c))
     goto fail;
   struct sigaction sa = {0};
   sa.sa_handler = on_signal;
@@ -586,7 +605,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
                       .proposer = c.proposer, .llm = &c.llm,
                       .llm_cache = (ks_llm_cache_mode)c.llm_cache, .llm_plans = c.llm_plans,
                       .standin = c.standin, .store_dir = store_dir, .store = store,
-                      .judge = c.judge, .max_seconds = c.max_seconds,
+                      .judge = c.judge, .max_seconds = c.max_seconds, .capture = c.capture,
                       .resume_run = resume_run, .interrupted = &interrupted,
                       .argv_json = resume_run ? NULL : argv_json(argc, argv)};
   rc = optimize_run(&job);

@@ -20,9 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* --- capture --- */
 #include "ks_capture.h"
-/* --- end capture --- */
 #include "ks_cli.h"
 #include "ks_fs.h"
 #include "ks_profile.h"
@@ -49,7 +47,6 @@ static const char usage[] =
     "                       project root: the nearest directory above holding .git\n"
     "                       or .kernelsmith, else the current directory)\n"
     "  -n, --rows N         kernels in the table (default 20; 0: all)\n"
-    /* --- capture --- */
     "      --capture K[,K...]  also snapshot every argument of the first launches\n"
     "                       of these kernels (qualified names as scan shows them,\n"
     "                       with or without template arguments, or mangled names),\n"
@@ -59,7 +56,6 @@ static const char usage[] =
     "      --capture-limit BYTES  the most allocation bytes one launch may capture\n"
     "                       (default 1073741824); a larger launch is recorded as\n"
     "                       over the limit, without snapshots\n"
-    /* --- end capture --- */
     KS_SOURCE_HELP
     "  -h, --help           show this help\n"
     "\n"
@@ -116,7 +112,6 @@ static const char *find_inject_lib(ks_ctx *ctx, ks_arena *a) {
   return NULL;
 }
 
-/* --- capture --- */
 /* What --capture asks of the injection library; NULL names: no capture. */
 typedef struct capture_opts {
   const char *names;
@@ -153,7 +148,6 @@ static void capture_report(ks_ctx *ctx, const capture_opts *co) {
   ks_capture_print(stderr, &c);
   ks_capture_close(&c);
 }
-/* --- end capture --- */
 
 /* Runs `cmd` with the injection library and waits. `*wait_status` is
  * waitpid's. Fails only when CMD could not be started. */
@@ -181,7 +175,7 @@ static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines,
     close(report[0]);
     setenv("CUDA_INJECTION64_PATH", lib, 1);
     setenv("KERNELSMITH_PROFILE_OUT", lines, 1);
-    capture_env(co); /* --- capture --- */
+    capture_env(co);
     execvp(cmd[0], cmd);
     /* The parent says it, once the pipe shows exec failed. */
     int e = errno;
@@ -260,11 +254,9 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   static const struct option opts[] = {KS_SOURCE_LONG,
                                        {"output", required_argument, NULL, 'o'},
                                        {"rows", required_argument, NULL, 'n'},
-                                       /* --- capture --- */
                                        {"capture", required_argument, NULL, 1001},
                                        {"launches", required_argument, NULL, 1002},
                                        {"capture-limit", required_argument, NULL, 1003},
-                                       /* --- end capture --- */
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   /* Options and paths stop at "--"; without one, at the first word that is
@@ -279,7 +271,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   ks_arena arena = KS_ARENA_INIT;
   const char *output = NULL;
   long rows = 20;
-  capture_opts co = {NULL, 1, 1LL << 30, NULL}; /* --- capture --- */
+  capture_opts co = {NULL, 1, 1LL << 30, NULL};
   bool capture_tuned = false;                   /* --launches or --capture-limit given */
   int rc = KS_EXIT_OK, c;
   opterr = 0;
@@ -297,7 +289,6 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
         goto out;
       }
       break;
-    /* --- capture --- */
     case 1001:
       if (!*optarg) {
         rc = ks_usage_error(ctx, &ks_cmd_profile, "--capture needs kernel names");
@@ -320,7 +311,6 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
         co.limit = v;
       break;
     }
-    /* --- end capture --- */
     case 'h':
       rc = ks_print_help(&ks_cmd_profile);
       goto out;
@@ -332,7 +322,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
       goto out;
     }
   }
-  if (!co.names && capture_tuned) { /* --- capture --- */
+  if (!co.names && capture_tuned) {
     rc = ks_usage_error(ctx, &ks_cmd_profile,
                         "--launches and --capture-limit go with --capture KERNEL[,KERNEL...]");
     goto out;
@@ -367,13 +357,11 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   }
   close(fd);
 
-  /* --- capture --- */
   if (co.names) {
     char *abs = ks_realpath(dir); /* absolute, as the lines are */
     co.path = ks_arena_printf(&arena, "%s/capture.kscap", abs ? abs : dir);
     free(abs);
   }
-  /* --- end capture --- */
   int status = 0;
   if (run_app(ctx, cmd, lib, lines, &co, &status)) {
     ks_error(ctx, "%s", ctx->error);
@@ -408,7 +396,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                                  .relative_to = getcwd(cwd, sizeof cwd),
                                  .max_rows = (size_t)rows};
   ks_profile_print(stderr, &p, &po);
-  capture_report(ctx, &co); /* --- capture --- */
+  capture_report(ctx, &co);
   fprintf(stderr, "profile written to %s; search the hottest kernels with: kernelsmith-cc "
                   "optimize --profile %s\n",
           out_path, out_path);

@@ -35,8 +35,8 @@ static const char usage[] =
 const ks_command ks_cmd_spec;
 
 static const char *const role_names[] = {"in", "out", "inout"};
-static const char *const dist_names[] = {"uniform",     "normal", "int",       "iota",
-                                         "permutation", "const",  "sorted_int"};
+static const char *const dist_names[] = {"uniform",     "normal", "int",        "iota",
+                                         "permutation", "const",  "sorted_int", "file"};
 
 /* Resolves size set `size` with the first launch site whose configuration
  * evaluates (or none, when the spec has a launch line); the first site's

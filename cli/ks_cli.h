@@ -34,6 +34,7 @@ extern const ks_command ks_cmd_revert;
 extern const ks_command ks_cmd_stats;
 extern const ks_command ks_cmd_export;
 extern const ks_command ks_cmd_profile;
+extern const ks_command ks_cmd_replay;
 
 /* Prints "<prog> <cmd>: <message>" and a hint to use --help; returns
  * KS_EXIT_USAGE. */

@@ -11,6 +11,7 @@
 
 static const ks_command *const commands[] = {
     &ks_cmd_profile,
+    &ks_cmd_replay,
     &ks_cmd_optimize,
     &ks_cmd_status,
     &ks_cmd_apply,

@@ -33,6 +33,76 @@ typedef struct kjob {
   long long store_id;
 } kjob;
 
+/* What the store keeps as the kernel's spec: where the user's is, or the
+ * capture it came from (apply makes the same spec from it again). */
+static const char *spec_text(ks_arena *a, const ks_target *t) {
+  if (!t->have_spec)
+    return ks_arena_printf(a, "capture:%s", t->capture_path);
+  return ks_arena_printf(a, "%s:%u", t->spec.file, t->spec.line);
+}
+
+static unsigned long long output_bytes(const ks_workload *w) {
+  unsigned long long n = 0;
+  for (size_t i = 0; i < w->buffers.len; i++)
+    if (w->buffers.items[i].role != KS_ROLE_IN)
+      n += w->buffers.items[i].count * ks_dtype_size(w->buffers.items[i].dtype);
+  return n;
+}
+
+/* Each captured launch replayed with the original before it serves as a
+ * test input: one whose outputs the original does not reproduce (within
+ * tolerance) missed something the kernel reads, and is left out. */
+static int replay_captures(ks_ctx *ctx, ks_judge *judge, kjob *kj, ks_arena *a) {
+  ks_target *t = &kj->target;
+  size_t first = t->nworkloads - t->ncaptured, keep = first;
+  bool lost_timed = false;
+  for (size_t w = first; w < t->nworkloads; w++) {
+    ks_workload *wl = &t->workloads[w];
+    ks_replay r;
+    if (ks_judge_replay(ctx, judge, &t->subject, w, a, &r))
+      return -1;
+    const char *why = NULL;
+    if (r.status != KS_RUN_OK)
+      why = ks_arena_printf(a, "the original fails on it: %s", r.error ? r.error : "failed");
+    else if (!r.within_tolerance)
+      for (size_t i = 0; i < r.outputs.len && !why; i++) {
+        const ks_output_check *o = &r.outputs.items[i];
+        if (o->has_capture && o->capture_mismatches)
+          why = ks_arena_printf(a, "the original does not reproduce it ('%s' differs at %llu of "
+                                   "%llu elements, first at %lld: %g captured, %g replayed): "
+                                   "the kernel reads something the capture does not hold "
+                                   "(constant memory, a texture, pointers stored in a buffer)",
+                                o->buffer, o->capture_mismatches, o->count,
+                                o->capture_first_diff, o->capture_expected, o->capture_got);
+      }
+    if (why) {
+      ks_warn(ctx, "%s: captured %s left out: %s", t->subject.kernel, wl->size_name, why);
+      lost_timed |= wl->timed;
+      continue;
+    }
+    ks_info(ctx, "%s: captured %s replayed %s (%zu output%s, %.1f MiB)", t->subject.kernel,
+            wl->size_name, r.bit_for_bit ? "bit for bit" : "within tolerance", r.compared,
+            r.compared == 1 ? "" : "s", (double)output_bytes(wl) / (1 << 20));
+    t->workloads[keep++] = *wl;
+  }
+  t->ncaptured -= t->nworkloads - keep;
+  t->nworkloads = keep;
+  t->subject.nworkloads = keep;
+  if (!keep)
+    return ks_fail(ctx, "none of its captured launches can serve as inputs (the warnings above "
+                        "say why)");
+  if (lost_timed) {
+    t->workloads[first].timed = true;
+    for (size_t w = first + 1; w < keep; w++)
+      if (output_bytes(&t->workloads[w]) > output_bytes(&t->workloads[first])) {
+        t->workloads[first].timed = false;
+        t->workloads[w].timed = true;
+        first = w;
+      }
+  }
+  return 0;
+}
+
 static bool selected(const optimize_job *job, const ks_kernel *k) {
   if (!job->kernels->len)
     return true;
@@ -331,7 +401,8 @@ int optimize_run(optimize_job *job) {
   ks_ctx *ctx = job->ctx;
   ks_arena arena = KS_ARENA_INIT;
   ks_scan scan = {0};
-  bool have_scan = false, judge_open = false;
+  bool have_scan = false, judge_open = false, have_capture = false;
+  ks_capture capture;
   ks_judge judge;
   llm_side llm = {0};
   int exit_code = KS_EXIT_OK;
@@ -345,7 +416,18 @@ int optimize_run(optimize_job *job) {
     goto fail;
   have_scan = true;
 
-  /* The kernels: every one with a spec, or the ones named. */
+  /* Captured launches, checked whole before anything is searched. */
+  if (job->capture) {
+    char *abs = realpath(job->capture, NULL);
+    int rc = ks_capture_open(ctx, abs ? abs : job->capture, &capture);
+    free(abs);
+    if (rc)
+      goto fail;
+    have_capture = true;
+  }
+
+  /* The kernels: every one with a spec or captured launches, or the ones
+   * named. */
   unsigned without_spec = 0;
   for (size_t i = 0; i < scan.kernels.len; i++) {
     const ks_kernel *k = &scan.kernels.items[i];
@@ -353,7 +435,10 @@ int optimize_run(optimize_job *job) {
       continue;
     ks_spec spec;
     int found = ks_spec_find(ctx, &scan, k, &arena, &spec);
-    if (found > 0 && !job->kernels->len) {
+    size_t *idx;
+    bool captured = found > 0 && have_capture &&
+                    ks_capture_launches_of(&arena, &capture, &scan, k, NULL, &idx, NULL) > 0;
+    if (found > 0 && !captured && !job->kernels->len) {
       without_spec++;
       continue;
     }
@@ -364,15 +449,20 @@ int optimize_run(optimize_job *job) {
     kj->outcome->file = k->loc.file;
     kj->outcome->line = k->loc.line;
     kj->outcome->status = "not searched";
-    if (found != 0) {
-      if (found > 0) /* --- profile: a kernel asked for by name or --profile --- */
-        ks_warn(ctx, "%s has no spec, so it is not searched: write one above it or in a .kspec "
-                     "file (docs/spec.md)", k->qualified_name);
+    if (found < 0 || (found > 0 && !captured)) {
+      /* a kernel asked for by name or by --profile */
+      if (found > 0)
+        ks_warn(ctx, "%s has neither a spec nor captured launches, so it is not searched: write "
+                     "a spec (docs/spec.md) or capture its inputs with kernelsmith-cc profile "
+                     "--capture %s -- YOUR_APP, then optimize --capture capture.kscap",
+                k->qualified_name, k->name);
       kj->outcome->status = found > 0 ? "skipped" : "failed";
-      kj->outcome->note = found > 0 ? "no spec (docs/spec.md)" : ks_arena_strdup(&arena, ctx->error);
+      kj->outcome->note = found > 0 ? "no spec (docs/spec.md) and no capture (docs/profile.md)"
+                                    : ks_arena_strdup(&arena, ctx->error);
       continue;
     }
-    if (ks_target_open_kernel(ctx, job->scan, &scan, k, &arena, &kj->target)) {
+    if (ks_target_open_captured(ctx, job->scan, &scan, k, have_capture ? &capture : NULL, false,
+                                &arena, &kj->target)) {
       kj->outcome->status = "failed";
       kj->outcome->note = ks_arena_strdup(&arena, ctx->error);
       continue;
@@ -390,8 +480,8 @@ int optimize_run(optimize_job *job) {
     }
   }
   if (without_spec)
-    ks_info(ctx, "%u kernel%s without a spec left out (docs/spec.md says how to add one)",
-            without_spec, without_spec == 1 ? "" : "s");
+    ks_info(ctx, "%u kernel%s with neither a spec nor captured launches left out (docs/spec.md, "
+                 "docs/profile.md)", without_spec, without_spec == 1 ? "" : "s");
 
   /* The GPU, unless the stand-in judges. */
   const char *no_gpu = NULL;
@@ -406,7 +496,9 @@ int optimize_run(optimize_job *job) {
   if (judge_open) {
     for (size_t i = 0; i < jobs.len; i++)
       if (jobs.items[i].ready &&
-          ks_judge_prepare(ctx, &judge, &jobs.items[i].target.subject, &arena)) {
+          (ks_judge_prepare(ctx, &judge, &jobs.items[i].target.subject, &arena) ||
+           (jobs.items[i].target.ncaptured &&
+            replay_captures(ctx, &judge, &jobs.items[i], &arena)))) {
         jobs.items[i].ready = false;
         jobs.items[i].outcome->status = "failed";
         jobs.items[i].outcome->note = ks_arena_strdup(&arena, ctx->error);
@@ -432,7 +524,8 @@ int optimize_run(optimize_job *job) {
     goto out;
   }
   if (!ready) {
-    ks_fail(ctx, "no kernel to optimize: none under the given paths has a spec (docs/spec.md)");
+    ks_fail(ctx, "no kernel to optimize: none under the given paths has a spec (docs/spec.md)%s",
+            have_capture ? " or a usable captured launch" : " or captured launches (--capture)");
     goto fail;
   }
 
@@ -492,8 +585,7 @@ int optimize_run(optimize_job *job) {
                          .file = k->kernel->loc.file, .line = k->kernel->loc.line,
                          .source_hash = k->kernel->source_hash,
                          .slice = k->target.slice.source,
-                         .spec = ks_arena_printf(&arena, "%s:%u", k->target.spec.file,
-                                                 k->target.spec.line),
+                         .spec = spec_text(&arena, &k->target),
                          .status = "searching"};
     if (ks_store_kernel_put(ctx, job->store, &row, &k->store_id))
       goto fail;
@@ -611,6 +703,8 @@ out:
     close(lock_fd);
   if (have_scan)
     ks_scan_release(&scan);
+  if (have_capture)
+    ks_capture_close(&capture);
   ks_arena_release(&arena);
   return exit_code;
 }

@@ -22,7 +22,9 @@ typedef enum ks_proposer_kind {
 typedef struct optimize_job {
   ks_ctx *ctx;
   const ks_scan_options *scan;
-  const ks_strings *kernels;   /* --kernel names; empty: every kernel with a spec */
+  const ks_strings *kernels;   /* --kernel names; empty: every kernel with a spec
+                                  or captured launches */
+  const char *capture;         /* a capture file (profile --capture), or NULL */
   ks_search_options search;    /* max_seconds is the whole run's */
   bool tuning, json, standin;
   ks_proposer_kind proposer;

@@ -437,6 +437,8 @@ static int resolve_dist(resolver *r, const ks_spec_buffer *sb, ks_wbuffer *wb) {
   case KS_DIST_CONSTANT:
     first = last = wb->a;
     break;
+  case KS_DIST_FILE: /* captures only: a spec cannot write one */
+    break;
   }
   if (!bad && is_int && d->kind != KS_DIST_NORMAL) {
     int_range(wb->dtype, &lo, &hi);
@@ -688,8 +690,8 @@ static const char *next_guard_fn(const char *text, const char *p, const char *en
 }
 
 /* `text` with each guard function replaced by its value in the judge. */
-static int rewrite_guard_fns(ks_ctx *ctx, const ks_kernel *k, const char *text, ks_arena *arena,
-                             const char **out) {
+static int rewrite_guard_fns(ks_ctx *ctx, const ks_kernel *k, const ks_workload *work,
+                             const char *text, ks_arena *arena, const char **out) {
   ks_buf b = KS_BUF_INIT;
   int rc = 0;
   const char *p = text, *end = text + strlen(text);
@@ -713,6 +715,7 @@ static int rewrite_guard_fns(ks_ctx *ctx, const ks_kernel *k, const char *text, 
       rc = ks_fail(ctx, "%s: '%s'", fn->usage, text);
       goto out;
     }
+    int pi[2] = {-1, -1};
     for (size_t a = 0; a < fn->pointers; a++) {
       int i = find_param(k, args.items[a]);
       if (i < 0 || k->params.items[i].kind != KS_PARAM_POINTER) {
@@ -720,11 +723,35 @@ static int rewrite_guard_fns(ks_ctx *ctx, const ks_kernel *k, const char *text, 
                      k->name);
         goto out;
       }
+      pi[a] = i;
     }
-    if (fn->pointers == 1)
-      ks_buf_addf(&b, "(is_pow2(%s) && (%s) <= 256)", args.items[1], args.items[1]);
-    else
-      ks_buf_adds(&b, strcmp(args.items[0], args.items[1]) ? "1" : "0");
+    const ks_warg *wa[2] = {NULL, NULL};
+    for (int a = 0; a < 2; a++)
+      if (pi[a] >= 0 && (size_t)pi[a] < work->args.len &&
+          work->args.items[pi[a]].kind == KS_ARG_BUFFER)
+        wa[a] = &work->args.items[pi[a]];
+    if (fn->pointers == 1) {
+      /* A captured parameter may point inside its allocation. */
+      unsigned long long off = wa[0] ? wa[0]->offset : 0;
+      ks_buf_addf(&b, "(is_pow2(%s) && (%s) <= 256 && %llu %% (%s) == 0)", args.items[1],
+                  args.items[1], off, args.items[1]);
+    } else if (!strcmp(args.items[0], args.items[1])) {
+      ks_buf_adds(&b, "0");
+    } else if (!wa[0] || !wa[1] || wa[0]->buffer != wa[1]->buffer) {
+      ks_buf_adds(&b, "1");
+    } else {
+      /* Two parameters into one captured allocation: disjoint when their
+       * ranges are, which takes both lengths. */
+      unsigned long long l0, l1;
+      if (!ks_warg_length(work, wa[0], &l0) || !ks_warg_length(work, wa[1], &l1)) {
+        rc = ks_fail(ctx, "disjoint(%s, %s): the capture does not say how long they are",
+                     args.items[0], args.items[1]);
+        goto out;
+      }
+      size_t es = ks_dtype_size(work->buffers.items[wa[0]->buffer].dtype);
+      unsigned long long e0 = wa[0]->offset + l0 * es, e1 = wa[1]->offset + l1 * es;
+      ks_buf_adds(&b, e0 <= wa[1]->offset || e1 <= wa[0]->offset ? "1" : "0");
+    }
     p = close + 1;
   }
   *out = ks_arena_strdup(arena, b.data);
@@ -745,12 +772,12 @@ int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
   *guards_hold = true;
   for (size_t i = 0; i < k->params.len && i < work->args.len; i++) {
     const ks_warg *a = &work->args.items[i];
+    unsigned long long len;
     if (a->kind == KS_ARG_SCALAR)
       ks_spec_env_bind(&env, k->params.items[i].name, a->value);
-    else if (a->buffer < work->buffers.len)
-      ks_spec_env_bind(
-          &env, ks_arena_printf(&arena, "len_%s", k->params.items[i].name),
-          (ks_value){.is_int = true, .i = (long long)work->buffers.items[a->buffer].count});
+    else if (ks_warg_length(work, a, &len)) /* unknown: a guard using it fails */
+      ks_spec_env_bind(&env, ks_arena_printf(&arena, "len_%s", k->params.items[i].name),
+                       (ks_value){.is_int = true, .i = (long long)len});
   }
   static const char *const dims[] = {"grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"};
   for (int d = 0; d < 3; d++) {
@@ -763,7 +790,7 @@ int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
   for (size_t g = 0; g < v->requires.len; g++) {
     const char *text = NULL;
     ks_value val;
-    if (rewrite_guard_fns(ctx, k, v->requires.items[g], &arena, &text) ||
+    if (rewrite_guard_fns(ctx, k, work, v->requires.items[g], &arena, &text) ||
         ks_expr_eval(ctx, text, &env.expr, &val)) {
       char err[sizeof ctx->error];
       snprintf(err, sizeof err, "%s", ctx->error);

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "ks_capture.h"
 #include "ks_judge.h"
 #include "ks_scan.h"
 #include "ks_slice.h"
@@ -22,11 +23,17 @@ typedef struct ks_target {
   bool have_scan;
   const ks_kernel *kernel;
   const ks_launch *site;   /* the first launch site, or NULL */
-  ks_spec spec;
+  ks_spec spec;            /* the kernel's; without one, made from the capture
+                              (buffers, roles, inferred lengths) */
+  bool have_spec;          /* the spec is the user's */
   ks_slice slice;
   ks_workload *workloads;  /* one per size set */
   size_t nworkloads;
   ks_subject subject;
+  /* captured launches (ks_target_open_captured) */
+  const char *capture_path;     /* NULL: none */
+  const char *capture_instance; /* the template arguments captured, or NULL */
+  size_t ncaptured;             /* the last ncaptured workloads are captured */
 } ks_target;
 
 /* `name`: a kernel name or signature (ks_scan_lookup). Fails with a message
@@ -39,7 +46,40 @@ int ks_target_open(ks_ctx *ctx, const ks_scan_options *opts, const char *name, k
  * one tree are made ready with one scan. */
 int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
                           const ks_kernel *k, ks_arena *arena, ks_target *out);
+/* The same, with the launches of the kernel that `cap` holds (NULL: none)
+ * as workloads too: after the spec's size sets, or, for a kernel with no
+ * spec, as its only ones (the timed one the launch that moves the most
+ * bytes), with a spec made from the capture. A kernel with neither fails
+ * with the line that says how to get one. With `capture_only`, the
+ * kernel's spec is not read: the captured launches are all there is. */
+int ks_target_open_captured(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
+                            const ks_kernel *k, ks_capture *cap, bool capture_only,
+                            ks_arena *arena, ks_target *out);
 void ks_target_close(ks_target *t);
+
+/* ---- Captured launches (target_capture.c) ----
+ * A captured launch as a workload: one buffer per allocation its pointers
+ * point into, filled from the snapshot before the launch and expected to
+ * end as the one after (KS_DIST_FILE, expect_file), scalars by value, the
+ * launch as captured; len_<param> from the spec, else inferred from the
+ * scalars, else unknown. */
+
+/* Indices into cap->launches of the launches of scan kernel `k` of the one
+ * instance `instance` (NULL: the first captured); `*targs` gets that
+ * instance's template arguments (NULL for a kernel that is no template). */
+size_t ks_capture_launches_of(ks_arena *a, const ks_capture *cap, const ks_scan *scan,
+                              const ks_kernel *k, const char *instance, size_t **out,
+                              const char **targs);
+/* Appends the usable captured launches of t->kernel as workloads (a launch
+ * that cannot serve is left out with a warning saying why); without a
+ * user's spec (t->have_spec false) also fills t->spec's buffers. */
+int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const char *instance,
+                           ks_arena *arena);
+/* The spec a kernel with no spec of its own gets from `cap` (what apply
+ * needs of it: buffers, roles, lengths), as ks_target_open_captured makes
+ * it. */
+int ks_capture_spec(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, const ks_kernel *k,
+                    ks_arena *arena, ks_spec *out);
 
 /* Evaluates a variant's launch policy and guards for every workload. */
 int ks_target_candidate(ks_ctx *ctx, const ks_target *t, const ks_variant *v, bool is_template,

@@ -288,6 +288,12 @@ void ks_rule_require(ks_arena *arena, ks_variant *child, const char *guard) {
 
 /* ---- evaluating at the timed size ---------------------------------------- */
 
+static unsigned long long warg_len(const ks_workload *w, const ks_warg *a) {
+  unsigned long long n = 0;
+  ks_warg_length(w, a, &n);
+  return n;
+}
+
 int ks_rule_eval(ks_ctx *ctx, const ks_rule_input *in, const char *expr, long long *out) {
   const ks_kast *ast = in->ast;
   const ks_workload *w = in->timed;
@@ -313,14 +319,14 @@ int ks_rule_eval(ks_ctx *ctx, const ks_rule_input *in, const char *expr, long lo
     if (a->kind == KS_ARG_SCALAR) {
       names[n] = ast->params[i]->name;
       values[n++] = a->value;
-    } else if (a->buffer < w->buffers.len) {
+    } else if (a->kind == KS_ARG_BUFFER && ks_warg_length(w, a, &(unsigned long long){0})) {
       size_t len = strlen(ast->params[i]->name) + 5;
       owned[i] = ks_xmalloc(len);
       memcpy(owned[i], "len_", 4);
       memcpy(owned[i] + 4, ast->params[i]->name, len - 4);
       names[n] = owned[i];
       values[n++] = (ks_value){.is_int = true,
-                               .i = (long long)w->buffers.items[a->buffer].count};
+                               .i = (long long)warg_len(w, a)};
     }
   }
   ks_expr_table table = {names, values, n, NULL};

@@ -22,26 +22,12 @@ int ks_target_open(ks_ctx *ctx, const ks_scan_options *opts, const char *name, k
 
 int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
                           const ks_kernel *k, ks_arena *arena, ks_target *t) {
-  if (scan) {
-    memset(t, 0, sizeof *t);
-    t->scan = *scan; /* borrowed: have_scan stays false */
-  }
-  t->kernel = k;
-  int found = ks_spec_find(ctx, &t->scan, k, arena, &t->spec);
-  if (found < 0)
-    return -1;
-  if (found > 0)
-    return ks_fail(ctx, "%s:%u: kernel '%s' has no spec: add a 'kernelsmith:' comment above it "
-                        "or a %s.kspec file beside it (docs/spec.md)",
-                   k->loc.file, k->loc.line, k->qualified_name, k->loc.file);
-  if (ks_spec_check(ctx, &t->spec, k))
-    return -1;
+  return ks_target_open_captured(ctx, opts, scan, k, NULL, false, arena, t);
+}
 
-  /* The instance the spec runs: its `instance` line, or the kernel's one
-   * instantiation at its launch sites. */
-  const char *instance = NULL;
-  if (k->is_template && !(instance = ks_spec_instance(ctx, &t->spec, k, arena)))
-    return -1;
+/* The slice of instance `instance`, checked for what the judge can run. */
+static int slice(ks_ctx *ctx, const ks_scan_options *opts, const ks_kernel *k,
+                 const char *instance, ks_arena *arena, ks_target *t) {
   if (ks_slice_kernel(ctx, opts, &t->scan, k, instance, arena, &t->slice)) {
     ks_fail_prefix(ctx, "cannot slice the kernel");
     return -1;
@@ -54,6 +40,68 @@ int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_sca
     return ks_fail(ctx, "kernel '%s' needs %s to compile (it launches kernels from the device); "
                         "the judge cannot run such kernels yet",
                    k->qualified_name, t->slice.options.items[0]);
+  return 0;
+}
+
+/* A kernel with no spec, from its captured launches alone. */
+static int open_from_capture(ks_ctx *ctx, const ks_scan_options *opts, const ks_kernel *k,
+                             ks_capture *cap, ks_arena *arena, ks_target *t) {
+  size_t *idx;
+  const char *targs;
+  if (!ks_capture_launches_of(arena, cap, &t->scan, k, NULL, &idx, &targs))
+    return ks_fail(ctx, "%s:%u: kernel '%s' has no spec and %s holds no launch of it: write a "
+                        "spec (docs/spec.md) or capture one with kernelsmith-cc profile "
+                        "--capture %s -- YOUR_APP",
+                   k->loc.file, k->loc.line, k->qualified_name, cap->path, k->name);
+  if (slice(ctx, opts, k, k->is_template ? targs : NULL, arena, t))
+    return -1;
+  t->spec.kernel = k->qualified_name;
+  t->spec.file = cap->path;
+  t->spec.instance = targs;
+  t->spec.atol = t->spec.rtol = -1;
+  t->spec.seeds = 1;
+  if (ks_target_add_captures(ctx, t, cap, targs, arena))
+    return -1;
+  if (!t->nworkloads)
+    return ks_fail(ctx, "kernel '%s': none of its launches in %s can serve as inputs (the "
+                        "warnings above say why)",
+                   k->qualified_name, cap->path);
+  return 0;
+}
+
+int ks_target_open_captured(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
+                            const ks_kernel *k, ks_capture *cap, bool capture_only,
+                            ks_arena *arena, ks_target *t) {
+  if (scan) {
+    memset(t, 0, sizeof *t);
+    t->scan = *scan; /* borrowed: have_scan stays false */
+  }
+  t->kernel = k;
+  int found = capture_only && cap ? 1 : ks_spec_find(ctx, &t->scan, k, arena, &t->spec);
+  if (found < 0)
+    return -1;
+  if (found > 0 && cap) {
+    memset(&t->spec, 0, sizeof t->spec);
+    if (open_from_capture(ctx, opts, k, cap, arena, t))
+      return -1;
+    goto subject;
+  }
+  if (found > 0)
+    return ks_fail(ctx, "%s:%u: kernel '%s' has no spec: add a 'kernelsmith:' comment above it "
+                        "or a %s.kspec file beside it (docs/spec.md), or capture its inputs "
+                        "with kernelsmith-cc profile --capture %s -- YOUR_APP",
+                   k->loc.file, k->loc.line, k->qualified_name, k->loc.file, k->name);
+  t->have_spec = true;
+  if (ks_spec_check(ctx, &t->spec, k))
+    return -1;
+
+  /* The instance the spec runs: its `instance` line, or the kernel's one
+   * instantiation at its launch sites. */
+  const char *instance = NULL;
+  if (k->is_template && !(instance = ks_spec_instance(ctx, &t->spec, k, arena)))
+    return -1;
+  if (slice(ctx, opts, k, instance, arena, t))
+    return -1;
 
   /* The launch configuration comes from the spec or from the first launch
    * site whose expressions evaluate; the first site's error is the one
@@ -78,7 +126,12 @@ int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_sca
     memcpy(ctx->error, first_error, sizeof first_error);
     return -1;
   }
+  if (cap && ks_target_add_captures(ctx, t, cap, instance, arena))
+    return -1;
 
+subject:
+  if (!t->site && k->launches.len)
+    t->site = &t->scan.launches.items[k->launches.items[0]];
   t->subject.kernel = k->qualified_name;
   t->subject.slice_source = t->slice.source;
   t->subject.name_expression = t->slice.name_expressions.items[0];

@@ -191,3 +191,10 @@ void ks_dtype_tolerance(ks_dtype t, double *atol, double *rtol) {
   *atol = a;
   *rtol = r;
 }
+
+bool ks_warg_length(const ks_workload *w, const ks_warg *a, unsigned long long *out) {
+  if (a->kind != KS_ARG_BUFFER || a->buffer >= w->buffers.len || a->length_unknown)
+    return false;
+  *out = a->length_set ? a->length : w->buffers.items[a->buffer].count;
+  return true;
+}

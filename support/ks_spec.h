@@ -58,6 +58,8 @@ typedef enum ks_dist_kind {
   KS_DIST_CONSTANT,    /* const(value) */
   KS_DIST_SORTED_INT,  /* sorted_int(lo, hi): non-decreasing integers in
                           [lo, hi], first lo, last hi (CSR row offsets) */
+  KS_DIST_FILE,        /* the bytes of a file at an offset: a capture's
+                          snapshot (never written in a spec) */
 } ks_dist_kind;
 
 typedef struct ks_dist {
@@ -124,16 +126,40 @@ typedef struct ks_wbuffer {
   ks_dist_kind dist;
   double a, b;        /* distribution parameters, evaluated */
   double atol, rtol;  /* tolerance for outputs */
+  /* KS_DIST_FILE: count * size bytes at file_offset of `file` (a capture
+   * file; the worker reads it itself, since snapshots can be gigabytes). */
+  const char *file;
+  unsigned long long file_offset;
+  /* What the capture recorded in this buffer after the launch, same size,
+   * for the replay check (the original must reproduce it); NULL: none. */
+  const char *expect_file;
+  unsigned long long expect_offset;
 } ks_wbuffer;
 typedef KS_ARRAY(ks_wbuffer) ks_wbuffers;
 
-typedef enum ks_arg_kind { KS_ARG_BUFFER, KS_ARG_SCALAR } ks_arg_kind;
+typedef enum ks_arg_kind {
+  KS_ARG_BUFFER,
+  KS_ARG_SCALAR,
+  KS_ARG_BYTES,  /* a parameter passed by value as raw bytes (a struct, or
+                    a pointer that points at no allocation, such as NULL) */
+} ks_arg_kind;
 
 typedef struct ks_warg {
   ks_arg_kind kind;
   size_t buffer;   /* index into the workload's buffers */
   ks_dtype dtype;  /* scalar's type */
   ks_value value;  /* scalar's value */
+  /* buffers: where in the buffer the kernel's pointer points, in bytes
+   * (several parameters pointing into one captured allocation) */
+  unsigned long long offset;
+  /* buffers: the elements len_<param> means in guards and policies.
+   * Unset (length_set false): the buffer's count. A capture sets it from
+   * what the launch's scalars say, or marks it unknown. */
+  unsigned long long length;
+  bool length_set, length_unknown;
+  /* KS_ARG_BYTES: the bytes as passed */
+  const unsigned char *bytes;
+  size_t size;
 } ks_warg;
 typedef KS_ARRAY(ks_warg) ks_wargs;
 
@@ -152,7 +178,13 @@ typedef struct ks_workload {
   unsigned long long bytes_min; /* bytes the kernel must move at least: each
                                    input read once, each output written once */
   double flops;         /* from the spec, or 0 */
+  bool captured;        /* the inputs are a capture's: the same for every
+                           seed (one seed verifies them) */
 } ks_workload;
+
+/* What len_<param> of buffer argument `a` is in `w`; false when unknown
+ * (a captured launch whose scalars do not say). */
+bool ks_warg_length(const ks_workload *w, const ks_warg *a, unsigned long long *out);
 
 /* A variant of a kernel: device code with the same parameter list. */
 typedef struct ks_variant {

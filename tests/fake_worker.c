@@ -14,6 +14,11 @@
  *   sticky    reply CRASHED like a poisoned context, then exit(3)
  *   wrongtype answer with a hello reply
  *   slow      sleep 200 ms, then ok
+ *   replaydiff in a replay, every captured output differs from its capture
+ *             in 3 elements, 1 of them beyond tolerance (else: no diffs)
+ * A replay request (which has no candidate) answers as the real worker
+ * does: per seed, one output per out/inout buffer, the capture fields set
+ * for those with an expect_file.
  * Every OK result carries the process id in base_registers, so that a test
  * can see whether a restart happened. KS_FAKE_WORKER in the environment
  * changes the process as a whole: "nodevice" answers every request with a
@@ -40,6 +45,30 @@ static int send_msg(ks_ctx *ctx, const ks_wire_msg *m) {
     rc = -1;
   ks_buf_release(&frame);
   return rc;
+}
+
+static void replay(ks_arena *arena, const ks_run_request *req, bool diff, ks_run_result *r) {
+  for (size_t i = 0; i < req->nseeds; i++) {
+    ks_seed_check *s = ks_array_push(arena, &r->seeds);
+    s->seed = req->seeds[i];
+    for (size_t k = 0; k < req->work->buffers.len; k++) {
+      const ks_wbuffer *b = &req->work->buffers.items[k];
+      if (b->role == KS_ROLE_IN)
+        continue;
+      ks_output_check *c = ks_array_push(arena, &s->outputs);
+      c->buffer = b->name;
+      c->count = b->count;
+      c->first_mismatch = c->ref_first_mismatch = c->capture_first_diff = -1;
+      c->has_capture = b->expect_file != NULL;
+      if (c->has_capture && diff) {
+        c->capture_bit_diffs = 3;
+        c->capture_mismatches = 1;
+        c->capture_first_diff = 0;
+        c->capture_expected = 1;
+        c->capture_got = 2;
+      }
+    }
+  }
 }
 
 static void run(ks_ctx *ctx, ks_arena *arena, const ks_run_request *req, ks_wire_msg *rep) {
@@ -77,6 +106,10 @@ static void run(ks_ctx *ctx, ks_arena *arena, const ks_run_request *req, ks_wire
     exit(3);
   }
   r->base_registers = (int)getpid();
+  if (req->replay) {
+    replay(arena, req, strcmp(mode, "replaydiff") == 0, r);
+    return;
+  }
   for (size_t i = 0; i < req->nseeds; i++) {
     ks_seed_check *s = ks_array_push(arena, &r->seeds);
     s->seed = req->seeds[i];

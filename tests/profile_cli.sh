@@ -191,7 +191,7 @@ EOF
   >/dev/null 2>"$tmp/5e.err"
 check "no spec: exit 1" [ $? -eq 1 ]
 check "no spec: one line on how to get one" \
-  grep -q "hot::axpy has no spec, so it is not searched: write one above it or in a .kspec file (docs/spec.md)" "$tmp/5e.err"
+  grep -q "hot::axpy has neither a spec nor captured launches, so it is not searched: write a spec (docs/spec.md) or capture its inputs with kernelsmith-cc profile --capture axpy -- YOUR_APP" "$tmp/5e.err"
 
 # Capture's options: --launches and --capture-limit only with --capture.
 "$bin" profile --launches 2 -- true >/dev/null 2>"$tmp/6.err"

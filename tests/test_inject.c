@@ -210,7 +210,6 @@ static void driver_launch(CUpti_CallbackId cbid, const char *name, uint32_t corr
   record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, name, corr, 8, 64, dyn);
 }
 
-/* --- capture --- */
 /* A stand-in for the driver calls argument capture makes (runtime/inject/
  * capture.c looks them up in the process when libcuda is not loaded).
  * "Device memory" is host memory: a few registered allocations. */
@@ -356,7 +355,6 @@ static void capture_scenario(void) {
   launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 400, &pb);
   launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 400, &pb);
 }
-/* --- end capture --- */
 
 #define THREADS 4
 #define PER_THREAD 25000
@@ -423,8 +421,7 @@ int main(int argc, char **argv) {
       pthread_create(&t[i], NULL, launcher, (void *)i);
     for (int i = 0; i < THREADS; i++)
       pthread_join(t[i], NULL);
-  } else if (strcmp(scenario, "capture") == 0) { /* --- capture --- */
-    capture_scenario();
+  } else if (strcmp(scenario, "capture") == 0) {     capture_scenario();
   } else if (strcmp(scenario, "subscriber-taken") != 0) {
     return 2;
   }

@@ -4,7 +4,10 @@
  * infinite errors, binary cubins with zero bytes, NULL strings); a frame
  * cut short, a foreign or future header, JSON that does not parse or lacks
  * a field are refused with a message that says what is wrong; the caps are
- * enforced by the encoder and by the reader before it allocates; and frames
+ * enforced by the encoder and by the reader before it allocates; captured
+ * workloads (file inputs, offsets, raw-byte arguments up to their cap),
+ * replays and their capture checks travel too, and frames without them
+ * hold none of their keys; and frames
  * cross a pipe whole, with deadlines, EOF and a dead reader (no SIGPIPE
  * death) reported as such. */
 #include <setjmp.h>
@@ -61,11 +64,14 @@ static ks_workload *sample_workload(ks_arena *a) {
   w->size_name = "timed";
   w->timed = true;
   ks_wbuffer *b = ks_array_push(a, &w->buffers);
-  *b = (ks_wbuffer){"x", KS_DT_BF16, 1ull << 40, KS_ROLE_IN, KS_DIST_NORMAL, 0.5, 2.0, -1, -1};
+  *b = (ks_wbuffer){.name = "x", .dtype = KS_DT_BF16, .count = 1ull << 40, .role = KS_ROLE_IN,
+                    .dist = KS_DIST_NORMAL, .a = 0.5, .b = 2.0, .atol = -1, .rtol = -1};
   b = ks_array_push(a, &w->buffers);
-  *b = (ks_wbuffer){"y", KS_DT_F32, 1000001, KS_ROLE_INOUT, KS_DIST_UNIFORM, -1, 1, 1e-6, 0};
+  *b = (ks_wbuffer){.name = "y", .dtype = KS_DT_F32, .count = 1000001, .role = KS_ROLE_INOUT,
+                    .dist = KS_DIST_UNIFORM, .a = -1, .b = 1, .atol = 1e-6, .rtol = 0};
   b = ks_array_push(a, &w->buffers);
-  *b = (ks_wbuffer){"rows", KS_DT_I64, 17, KS_ROLE_OUT, KS_DIST_SORTED_INT, 0, 99, 0, 0};
+  *b = (ks_wbuffer){.name = "rows", .dtype = KS_DT_I64, .count = 17, .role = KS_ROLE_OUT,
+                    .dist = KS_DIST_SORTED_INT, .a = 0, .b = 99, .atol = 0, .rtol = 0};
   ks_warg *g = ks_array_push(a, &w->args);
   *g = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0};
   g = ks_array_push(a, &w->args);
@@ -170,6 +176,154 @@ static void run_request_round_trip(void **state) {
   ks_arena_release(&a);
 }
 
+/* A captured launch's workload: buffers read from a capture file at
+ * offsets, with the bytes expected after the launch; parameters pointing
+ * into one allocation; a struct passed by value; lengths known, zero and
+ * unknown. */
+static ks_workload *captured_workload(ks_arena *a, unsigned char *blob, size_t blob_size) {
+  ks_workload *w = ks_arena_alloc(a, sizeof *w);
+  w->size_name = "capture 0";
+  w->captured = true;
+  *ks_array_push(a, &w->buffers) = (ks_wbuffer){
+      .name = "xy", .dtype = KS_DT_F32, .count = 2048, .role = KS_ROLE_INOUT,
+      .dist = KS_DIST_FILE, .atol = -1, .rtol = -1, .file = "/tmp/app \"1\".kscap",
+      .file_offset = (1ull << 40) + 3, .expect_file = "/tmp/app.kscap",
+      .expect_offset = UINT64_MAX};
+  *ks_array_push(a, &w->buffers) = (ks_wbuffer){
+      .name = "flags", .dtype = KS_DT_U8, .count = 7, .role = KS_ROLE_IN, .dist = KS_DIST_FILE,
+      .atol = -1, .rtol = -1, .file = "/tmp/app.kscap", .file_offset = 0};
+  *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0};
+  *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0, .offset = 4096,
+                                          .length = 1024, .length_set = true};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 1, .length = 0, .length_set = true};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 1, .offset = 7, .length_unknown = true};
+  *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BYTES, .bytes = blob, .size = blob_size};
+  static const unsigned char null_ptr[8] = {0};
+  *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BYTES, .bytes = null_ptr, .size = 8};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_I32, .value = {true, 1024, 0}};
+  w->launch = (ks_launch_cfg){{8, 1, 1}, {128, 1, 1}, 0};
+  return w;
+}
+
+static void captured_request_round_trip(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  /* The largest struct allowed, every byte value in it. */
+  unsigned char blob[KS_WIRE_MAX_ARG_BYTES];
+  for (size_t i = 0; i < sizeof blob; i++)
+    blob[i] = (unsigned char)(i * 7 + i / 256);
+  unsigned long long seeds[] = {5};
+  ks_wire_msg m = {.type = KS_WIRE_RUN};
+  ks_run_request *r = &m.run;
+  r->base = (ks_module){cubin_a, sizeof cubin_a, "axpy"};
+  r->work = captured_workload(&a, blob, sizeof blob);
+  r->seeds = seeds;
+  r->nseeds = 1;
+  r->replay = true;
+  ks_wire_msg out = round_trip(&m, &a);
+  const ks_run_request *o = &out.run;
+  assert_true(o->replay && !o->verify && !o->time);
+  assert_null(o->cand.cubin);
+  const ks_workload *w = r->work, *v = o->work;
+  assert_true(v->captured);
+  assert_int_equal(v->buffers.len, 2);
+  for (size_t i = 0; i < 2; i++) {
+    const ks_wbuffer *x = &w->buffers.items[i], *y = &v->buffers.items[i];
+    assert_int_equal(y->dist, KS_DIST_FILE);
+    assert_string_equal(y->file, x->file);
+    assert_true(y->file_offset == x->file_offset);
+    assert_true(y->expect_offset == x->expect_offset);
+    if (x->expect_file)
+      assert_string_equal(y->expect_file, x->expect_file);
+    else
+      assert_null(y->expect_file);
+  }
+  assert_int_equal(v->args.len, w->args.len);
+  for (size_t i = 0; i < w->args.len; i++) {
+    const ks_warg *x = &w->args.items[i], *y = &v->args.items[i];
+    assert_int_equal(y->kind, x->kind);
+    assert_int_equal(y->buffer, x->buffer);
+    assert_true(y->offset == x->offset && y->length == x->length);
+    assert_true(y->length_set == x->length_set && y->length_unknown == x->length_unknown);
+    assert_int_equal(y->size, x->size);
+    if (x->kind == KS_ARG_BYTES)
+      assert_memory_equal(y->bytes, x->bytes, x->size);
+    else
+      assert_null(y->bytes);
+  }
+  assert_true(v->args.items[6].value.is_int && v->args.items[6].value.i == 1024);
+  ks_arena_release(&a);
+}
+
+/* The JSON of an encoded message, as a string in `a`. */
+static const char *json_of(const ks_wire_msg *m, ks_arena *a) {
+  ks_buf frame = KS_BUF_INIT;
+  assert_int_equal(ks_wire_encode(&ctx, m, &frame), 0);
+  ks_wire_frame f;
+  assert_int_equal(ks_wire_frame_parse(&ctx, frame.data, frame.len, &f), 0);
+  const char *json = ks_arena_strndup(a, f.json, f.json_len);
+  ks_buf_release(&frame);
+  return json;
+}
+
+static void new_fields_absent_at_defaults(void **state) {
+  /* A request and a reply without captures are what they were before
+   * captures existed: none of the new keys. */
+  ks_arena a = KS_ARENA_INIT;
+  unsigned long long seeds[] = {1};
+  ks_wire_msg m = {.type = KS_WIRE_RUN};
+  m.run = (ks_run_request){.base = {cubin_a, sizeof cubin_a, "saxpy"},
+                           .work = sample_workload(&a), .seeds = seeds, .nseeds = 1,
+                           .verify = true};
+  const char *json = json_of(&m, &a);
+  static const char *const added[] = {"file", "expect", "captured", "replay", "offset",
+                                      "length", "{\"bytes\"", "capture"};
+  for (size_t i = 0; i < sizeof added / sizeof *added; i++)
+    if (strstr(json, added[i]))
+      fail_msg("'%s' in %s", added[i], json);
+  ks_wire_msg rep = {.type = KS_WIRE_RUN_REPLY};
+  ks_seed_check *s = ks_array_push(&a, &rep.result.seeds);
+  *ks_array_push(&a, &s->outputs) =
+      (ks_output_check){.buffer = "out", .first_mismatch = -1, .ref_first_mismatch = -1};
+  json = json_of(&rep, &a);
+  assert_null(strstr(json, "capture"));
+  ks_arena_release(&a);
+}
+
+static void capture_checks_round_trip(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  ks_wire_msg m = {.type = KS_WIRE_RUN_REPLY};
+  ks_seed_check *s = ks_array_push(&a, &m.result.seeds);
+  s->seed = 5;
+  *ks_array_push(&a, &s->outputs) = (ks_output_check){
+      .buffer = "xy", .count = 2048, .first_mismatch = -1, .ref_first_mismatch = -1,
+      .has_capture = true, .capture_bit_diffs = (1ull << 40) + 1, .capture_mismatches = 3,
+      .capture_first_diff = 17, .capture_expected = NAN, .capture_got = -INFINITY};
+  *ks_array_push(&a, &s->outputs) = (ks_output_check){
+      .buffer = "zero", .count = 4, .first_mismatch = -1, .ref_first_mismatch = -1,
+      .has_capture = true, .capture_first_diff = -1};
+  *ks_array_push(&a, &s->outputs) = (ks_output_check){
+      .buffer = "none", .count = 4, .first_mismatch = -1, .ref_first_mismatch = -1,
+      .capture_first_diff = -1};
+  ks_wire_msg out = round_trip(&m, &a);
+  assert_int_equal(out.result.seeds.len, 1);
+  const ks_output_checks *o = &out.result.seeds.items[0].outputs;
+  assert_int_equal(o->len, 3);
+  const ks_output_check *c = &o->items[0];
+  assert_true(c->has_capture && c->capture_bit_diffs == (1ull << 40) + 1);
+  assert_true(c->capture_mismatches == 3 && c->capture_first_diff == 17);
+  assert_true(isnan(c->capture_expected) && isinf(c->capture_got) && c->capture_got < 0);
+  assert_false(c->has_ref);
+  c = &o->items[1];
+  assert_true(c->has_capture && c->capture_bit_diffs == 0 && c->capture_first_diff == -1);
+  c = &o->items[2];
+  assert_false(c->has_capture);
+  assert_true(c->capture_first_diff == -1 && c->capture_bit_diffs == 0);
+  ks_arena_release(&a);
+}
+
 static void run_reply_round_trip(void **state) {
   ks_arena a = KS_ARENA_INIT;
   ks_wire_msg m = {.type = KS_WIRE_RUN_REPLY};
@@ -186,9 +340,11 @@ static void run_reply_round_trip(void **state) {
   s->changed_input = "x";
   ks_output_check *c = ks_array_push(&a, &s->outputs);
   *c = (ks_output_check){"out", 1ull << 33, 5, 3, 0.25, INFINITY, 7, NAN, -INFINITY,
-                         true, 1.5e-7, 3e-7, 2.5e-3, INFINITY, 1ull << 40, 12, 0.841, NAN, 0.84};
+                         true, 1.5e-7, 3e-7, 2.5e-3, INFINITY, 1ull << 40, 12, 0.841, NAN, 0.84,
+                         .capture_first_diff = -1};
   c = ks_array_push(&a, &s->outputs);
-  *c = (ks_output_check){NULL, 0, 0, 0, 0, 0, -1, 0, 0, false, 0, 0, 0, 0, 0, -1, 0, 0, 0};
+  *c = (ks_output_check){.first_mismatch = -1, .ref_first_mismatch = -1,
+                         .capture_first_diff = -1};
   ks_array_push(&a, &r->seeds)->seed = 2; /* a seed with nothing wrong */
   r->timed = true;
   for (int i = 0; i < 5; i++) {
@@ -340,6 +496,65 @@ static void truncated_and_corrupt_frames_refused(void **state) {
   ks_buf_release(&f);
 }
 
+/* Replaces the first `from` in `json` with `to`, in `a`. */
+static const char *replaced(ks_arena *a, const char *json, const char *from, const char *to) {
+  const char *at = strstr(json, from);
+  assert_non_null(at);
+  return ks_arena_printf(a, "%.*s%s%s", (int)(at - json), json, to, at + strlen(from));
+}
+
+static void captured_fields_refused(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  ks_buf f = KS_BUF_INIT;
+  unsigned char big[KS_WIRE_MAX_ARG_BYTES + 1] = {0};
+  unsigned char two[2] = {0x01, 0xab};
+  ks_wire_msg m = {.type = KS_WIRE_RUN};
+  m.run = (ks_run_request){.base = {cubin_a, sizeof cubin_a, "axpy"}, .replay = true};
+  ks_workload *w = captured_workload(&a, big, sizeof big);
+  m.run.work = w;
+  /* The encoder: a struct over the cap, none at all, a file buffer without
+   * its file. */
+  assert_int_equal(ks_wire_encode(&ctx, &m, &f), -1);
+  assert_non_null(strstr(ctx.error, "4097 raw bytes"));
+  w->args.items[4].size = 0;
+  assert_int_equal(ks_wire_encode(&ctx, &m, &f), -1);
+  w->args.items[4].bytes = two;
+  w->args.items[4].size = sizeof two;
+  w->buffers.items[1].file = NULL;
+  assert_int_equal(ks_wire_encode(&ctx, &m, &f), -1);
+  assert_non_null(strstr(ctx.error, "names none"));
+  w->buffers.items[1].file = "/tmp/app.kscap";
+
+  /* The decoder, on frames made by hand from a good one. */
+  const char *good = json_of(&m, &a);
+  assert_non_null(strstr(good, "{\"bytes\":\"01ab\"}"));
+  ks_buf hex = KS_BUF_INIT;
+  for (int i = 0; i <= KS_WIRE_MAX_ARG_BYTES; i++)
+    ks_buf_add(&hex, "5a", 2);
+  frame_of(replaced(&a, good, "\"01ab\"", ks_arena_printf(&a, "\"%s\"", hex.data)), &f, 1);
+  expect_refused(f.data, f.len, "4097 bytes, over the cap of 4096");
+  frame_of(replaced(&a, good, "\"01ab\"", "\"01a\""), &f, 1);
+  expect_refused(f.data, f.len, "'bytes' is not a non-empty string of hex digit pairs");
+  frame_of(replaced(&a, good, "\"01ab\"", "\"01xy\""), &f, 1);
+  expect_refused(f.data, f.len, "'bytes' is not a non-empty string of hex digit pairs");
+  frame_of(replaced(&a, good, "\"01ab\"", "\"\""), &f, 1);
+  expect_refused(f.data, f.len, "hex digit pairs");
+  frame_of(replaced(&a, good, ",\"file\":\"/tmp/app.kscap\"}", "}"), &f, 1);
+  expect_refused(f.data, f.len, "buffer 'flags' is read from a file but names none");
+  frame_of(replaced(&a, good, "\"offset\":\"4096\"", "\"offset\":4096"), &f, 1);
+  expect_refused(f.data, f.len, "'offset' is not an unsigned 64-bit integer in a string");
+  frame_of(replaced(&a, good, "\"replay\":true", "\"replay\":1"), &f, 1);
+  expect_refused(f.data, f.len, "'replay' is not true or false");
+  /* Upper-case hex is read as well. */
+  frame_of(replaced(&a, good, "\"01ab\"", "\"01AB\""), &f, 1);
+  ks_wire_msg d;
+  assert_int_equal(ks_wire_decode(&ctx, f.data, f.len, &a, &d), 0);
+  assert_memory_equal(d.run.work->args.items[4].bytes, two, 2);
+  ks_buf_release(&hex);
+  ks_buf_release(&f);
+  ks_arena_release(&a);
+}
+
 static void caps_enforced(void **state) {
   ks_buf f = KS_BUF_INIT;
   /* The encoder refuses an oversized cubin without reading it. */
@@ -456,6 +671,10 @@ int main(void) {
       cmocka_unit_test(hello_and_device_round_trip),
       cmocka_unit_test(run_request_round_trip),
       cmocka_unit_test(run_reply_round_trip),
+      cmocka_unit_test(captured_request_round_trip),
+      cmocka_unit_test(new_fields_absent_at_defaults),
+      cmocka_unit_test(capture_checks_round_trip),
+      cmocka_unit_test(captured_fields_refused),
       cmocka_unit_test(other_messages_round_trip),
       cmocka_unit_test(truncated_and_corrupt_frames_refused),
       cmocka_unit_test(caps_enforced),

@@ -50,7 +50,8 @@ static ks_worker *start(unsigned timeout_ms) {
 static ks_run_status run(ks_worker *w, const char *mode, ks_arena *a, ks_run_result *out) {
   static ks_workload work;
   ks_wbuffer *b = ks_array_push(a, &work.buffers);
-  *b = (ks_wbuffer){"out", KS_DT_F32, 1000, KS_ROLE_OUT, KS_DIST_UNIFORM, 0, 1, -1, -1};
+  *b = (ks_wbuffer){.name = "out", .dtype = KS_DT_F32, .count = 1000, .role = KS_ROLE_OUT,
+                    .dist = KS_DIST_UNIFORM, .a = 0, .b = 1, .atol = -1, .rtol = -1};
   work.launch = (ks_launch_cfg){{4, 1, 1}, {256, 1, 1}, 0};
   unsigned long long seeds[] = {11, 12};
   ks_run_request req = {.base = {cubin, sizeof cubin, "ok"},

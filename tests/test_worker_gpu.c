@@ -25,6 +25,11 @@
  *              of mantissa, passes a loose tolerance against the original
  *              and is caught against the reference; a twin that writes
  *              out of bounds is the reference's failure, not the variant's
+ *   captured  saxpy on a capture file's bytes (x and y one allocation, y
+ *              at an offset, `a` as raw bytes): a replay reproduces the
+ *              recorded output bit for bit and counts the diffs of a wrong
+ *              recording; variants are verified on those inputs; a missing
+ *              file is the request's failure
  * plus timing of the original against itself (similar medians), and the
  * device's ceilings.
  *
@@ -34,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ks_cuda.h"
 #include "ks_nvrtc.h"
@@ -101,26 +107,34 @@ typedef struct fixture {
 
 static void saxpy_workload(ks_arena *a, ks_workload *w) {
   *ks_array_push(a, &w->buffers) =
-      (ks_wbuffer){"x", KS_DT_F32, N, KS_ROLE_IN, KS_DIST_UNIFORM, -1, 1, -1, -1};
+      (ks_wbuffer){.name = "x", .dtype = KS_DT_F32, .count = N, .role = KS_ROLE_IN,
+          .dist = KS_DIST_UNIFORM, .a = -1, .b = 1, .atol = -1, .rtol = -1};
   *ks_array_push(a, &w->buffers) =
-      (ks_wbuffer){"y", KS_DT_F32, N, KS_ROLE_IN, KS_DIST_NORMAL, 0, 1, -1, -1};
+      (ks_wbuffer){.name = "y", .dtype = KS_DT_F32, .count = N, .role = KS_ROLE_IN,
+          .dist = KS_DIST_NORMAL, .a = 0, .b = 1, .atol = -1, .rtol = -1};
   *ks_array_push(a, &w->buffers) =
-      (ks_wbuffer){"out", KS_DT_F32, N, KS_ROLE_OUT, KS_DIST_UNIFORM, 0, 0, -1, -1};
+      (ks_wbuffer){.name = "out", .dtype = KS_DT_F32, .count = N, .role = KS_ROLE_OUT,
+          .dist = KS_DIST_UNIFORM, .a = 0, .b = 0, .atol = -1, .rtol = -1};
   for (size_t i = 0; i < 3; i++)
     *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = i};
-  *ks_array_push(a, &w->args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_F32, {false, 0, 2.0}};
-  *ks_array_push(a, &w->args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_I32, {true, N, 0}};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_F32, .value = {false, 0, 2.0}};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_I32, .value = {true, N, 0}};
   w->launch = (ks_launch_cfg){{(N + 255) / 256, 1, 1}, {256, 1, 1}, 0};
 }
 
 static void half_workload(ks_arena *a, ks_workload *w) {
   *ks_array_push(a, &w->buffers) =
-      (ks_wbuffer){"x", KS_DT_F16, N, KS_ROLE_IN, KS_DIST_NORMAL, 0, 10, -1, -1};
+      (ks_wbuffer){.name = "x", .dtype = KS_DT_F16, .count = N, .role = KS_ROLE_IN,
+          .dist = KS_DIST_NORMAL, .a = 0, .b = 10, .atol = -1, .rtol = -1};
   *ks_array_push(a, &w->buffers) =
-      (ks_wbuffer){"out", KS_DT_F16, N, KS_ROLE_OUT, KS_DIST_UNIFORM, 0, 0, -1, -1};
+      (ks_wbuffer){.name = "out", .dtype = KS_DT_F16, .count = N, .role = KS_ROLE_OUT,
+          .dist = KS_DIST_UNIFORM, .a = 0, .b = 0, .atol = -1, .rtol = -1};
   for (size_t i = 0; i < 2; i++)
     *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = i};
-  *ks_array_push(a, &w->args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_I32, {true, N, 0}};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_I32, .value = {true, N, 0}};
   w->launch = (ks_launch_cfg){{(N + 255) / 256, 1, 1}, {256, 1, 1}, 0};
 }
 
@@ -334,6 +348,149 @@ static void reference_cases(fixture *f, ks_arena *a) {
          "lowp without the reference: passes");
 }
 
+/* A captured launch of saxpy, as the lead's capture import would build it:
+ * x and y are one allocation read from a capture file (y a pointer into
+ * it at an offset), `out` is in place with its bytes before and after the
+ * launch in the file, `a` travels as raw bytes. */
+enum { CM = 4099 };
+typedef struct capture_file {
+  char path[64];
+  unsigned long long xy_at, out_before_at, out_after_at, out_wrong_at;
+} capture_file;
+
+static int write_capture(capture_file *c) {
+  float *x = malloc(2 * CM * sizeof *x), *before = malloc(CM * sizeof *x),
+        *after = malloc(CM * sizeof *x), *wrong = malloc(CM * sizeof *x);
+  for (int i = 0; i < CM; i++) {
+    x[i] = (float)((i * 37) % 1000) / 7.0f - 50;
+    x[CM + i] = (float)((i * 11) % 501) / 3.0f;
+    before[i] = -1;
+    /* 2x is exact, so FMA or not, the GPU rounds 2x + y as the host does */
+    after[i] = wrong[i] = 2.0f * x[i] + x[CM + i];
+  }
+  wrong[5] += 1.0f;                               /* a mismatch */
+  wrong[9] = nextafterf(wrong[9], INFINITY);      /* a bit diff within tolerance */
+  strcpy(c->path, "/tmp/ks_capture_XXXXXX");
+  int fd = mkstemp(c->path);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  int ok = f != NULL;
+  static const char head[24] = "KSCAP\0\1\0 not a real one";
+  c->xy_at = sizeof head;
+  c->out_before_at = c->xy_at + 2 * CM * sizeof *x;
+  c->out_after_at = c->out_before_at + CM * sizeof *x;
+  c->out_wrong_at = c->out_after_at + CM * sizeof *x;
+  ok = ok && fwrite(head, 1, sizeof head, f) == sizeof head &&
+       fwrite(x, sizeof *x, 2 * CM, f) == 2 * CM && fwrite(before, sizeof *x, CM, f) == CM &&
+       fwrite(after, sizeof *x, CM, f) == CM && fwrite(wrong, sizeof *x, CM, f) == CM;
+  if (f && fclose(f))
+    ok = 0;
+  free(x), free(before), free(after), free(wrong);
+  return ok ? 0 : -1;
+}
+
+static void captured_workload(ks_arena *a, const capture_file *c, ks_workload *w) {
+  memset(w, 0, sizeof *w);
+  w->size_name = "capture";
+  w->captured = true;
+  *ks_array_push(a, &w->buffers) = (ks_wbuffer){
+      .name = "xy", .dtype = KS_DT_F32, .count = 2 * CM, .role = KS_ROLE_IN,
+      .dist = KS_DIST_FILE, .atol = -1, .rtol = -1, .file = c->path, .file_offset = c->xy_at};
+  *ks_array_push(a, &w->buffers) = (ks_wbuffer){
+      .name = "out", .dtype = KS_DT_F32, .count = CM, .role = KS_ROLE_INOUT,
+      .dist = KS_DIST_FILE, .atol = -1, .rtol = -1, .file = c->path,
+      .file_offset = c->out_before_at, .expect_file = c->path, .expect_offset = c->out_after_at};
+  static const float two = 2.0f;
+  *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0, .offset = CM * sizeof(float)};
+  *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 1};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_BYTES, .bytes = (const unsigned char *)&two, .size = sizeof two};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_I32, .value = {true, CM, 0}};
+  w->launch = (ks_launch_cfg){{(CM + 255) / 256, 1, 1}, {256, 1, 1}, 0};
+}
+
+/* The original alone against what the capture recorded. */
+static ks_run_result replay(fixture *f, const ks_workload *work, ks_arena *a) {
+  ks_run_request req = {.base = {f->cubin.data, f->cubin.len, "saxpy"}, .work = work,
+                        .seeds = f->seeds, .nseeds = 2, .replay = true};
+  ks_run_result r;
+  memset(&r, 0, sizeof r);
+  if (ks_worker_run(f->ctx, f->worker, &req, a, &r)) {
+    EXPECT(false, "replay: ks_worker_run: %s", f->ctx->error);
+    r.status = KS_RUN_CRASHED;
+    return r;
+  }
+  printf("replay     %-13s", ks_wire_status_name(r.status));
+  if (r.error)
+    printf("  %s", r.error);
+  for (size_t i = 0; i < r.seeds.len; i++)
+    for (size_t k = 0; k < r.seeds.items[i].outputs.len; k++) {
+      const ks_output_check *o = &r.seeds.items[i].outputs.items[k];
+      printf("\n    seed %llu: %s: capture %d, %llu bit diffs, %llu mismatches, first %lld "
+             "(%.9g vs %.9g)", r.seeds.items[i].seed, o->buffer, o->has_capture,
+             o->capture_bit_diffs, o->capture_mismatches, o->capture_first_diff,
+             o->capture_expected, o->capture_got);
+    }
+  printf("\n");
+  return r;
+}
+
+static void captured_cases(fixture *f, ks_arena *a) {
+  capture_file c;
+  if (write_capture(&c)) {
+    EXPECT(false, "cannot write a capture file in /tmp");
+    return;
+  }
+  ks_workload w;
+  captured_workload(a, &c, &w);
+  ks_run_result r = replay(f, &w, a);
+  EXPECT(r.status == KS_RUN_OK && r.seeds.len == 2, "replay: ran (%s)", r.error ? r.error : "");
+  for (size_t i = 0; i < r.seeds.len; i++) {
+    const ks_seed_check *s = &r.seeds.items[i];
+    EXPECT(s->outputs.len == 1, "replay: one output (xy is an input)");
+    const ks_output_check *o = out0(&r, i);
+    EXPECT(o->buffer && !strcmp(o->buffer, "out") && o->count == CM && o->has_capture &&
+           o->capture_bit_diffs == 0 && o->capture_mismatches == 0 &&
+           o->capture_first_diff == -1, "replay: the original reproduces the capture");
+    EXPECT(!s->base_canary_buffer, "replay: within its buffers");
+  }
+
+  /* The capture's bytes differ: one element beyond tolerance, one ulp. */
+  w.buffers.items[1].expect_offset = c.out_wrong_at;
+  r = replay(f, &w, a);
+  EXPECT(r.status == KS_RUN_OK && out0(&r, 0)->capture_bit_diffs == 2 &&
+         out0(&r, 0)->capture_mismatches == 1 && out0(&r, 0)->capture_first_diff == 5,
+         "replay: diffs against a wrong capture");
+  w.buffers.items[1].expect_offset = c.out_after_at;
+
+  /* Variants are judged on captured inputs as on generated ones. */
+  r = run(f, NULL, &w, "saxpy", "same", false, a);
+  expect_clean(&r, "captured: same");
+  r = run(f, NULL, &w, "saxpy", "wrong", false, a);
+  EXPECT(r.status == KS_RUN_OK && out0(&r, 0)->mismatches > CM / 2, "captured: wrong");
+  r = run(f, NULL, &w, "saxpy", "mod_input", false, a);
+  EXPECT(r.seeds.len && r.seeds.items[0].changed_input &&
+         !strcmp(r.seeds.items[0].changed_input, "xy"), "captured: mod_input changes xy");
+  f->ref = "saxpy_f64";
+  r = run(f, NULL, &w, "saxpy", "same", false, a);
+  f->ref = NULL;
+  EXPECT(r.status == KS_RUN_LAUNCH_FAILED && r.error_kernel && !strcmp(r.error_kernel, "ref"),
+         "captured: no fp64 reference");
+
+  /* The file gone: the request fails, saying which buffer, file and offset. */
+  unlink(c.path);
+  r = replay(f, &w, a);
+  char want[128];
+  snprintf(want, sizeof want, "buffer xy: cannot read %zu bytes at offset 24 of %s",
+           2 * CM * sizeof(float), c.path);
+  EXPECT(r.status == KS_RUN_LAUNCH_FAILED && r.error && strstr(r.error, want),
+         "replay: missing file (%s)", r.error ? r.error : "");
+  r = run(f, NULL, &f->saxpy, "saxpy", "same", false, a);
+  expect_clean(&r, "same after a missing capture");
+}
+
 /* An endless kernel, with a short limit on a worker of its own. */
 static void timeout_case(fixture *f, ks_arena *a) {
   ks_worker_options o = {.timeout_ms = 8000};
@@ -434,6 +591,7 @@ go:;
   f.loose.buffers.items[2].atol = f.loose.buffers.items[2].rtol = 1e-2;
   cases(&f, &a);
   reference_cases(&f, &a);
+  captured_cases(&f, &a);
   timeout_case(&f, &a);
   ceilings(&f, arch);
 out:

@@ -3,7 +3,8 @@
  * bytes, poison patterns, default tolerances and timing options, and the
  * element comparison that decides mismatches and unwritten elements, and
  * the measurements against the fp64 reference (run on host slots filled by
- * hand). */
+ * hand); captured inputs read from a file, the comparison with a capture,
+ * and kernel parameters with offsets and raw bytes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +12,10 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "worker.h"
 
@@ -41,7 +44,8 @@ static void half_conversions(void **state) {
 }
 
 static ks_wbuffer buffer(ks_dtype t, unsigned long long n, ks_dist_kind d, double a, double b) {
-  return (ks_wbuffer){"b", t, n, KS_ROLE_IN, d, a, b, -1, -1};
+  return (ks_wbuffer){.name = "b", .dtype = t, .count = n, .role = KS_ROLE_IN,
+      .dist = d, .a = a, .b = b, .atol = -1, .rtol = -1};
 }
 
 static void distributions(void **state) {
@@ -209,7 +213,8 @@ typedef struct host_case {
 
 static void host_case_init(host_case *c, ks_role role) {
   memset(c, 0, sizeof *c);
-  c->spec = (ks_wbuffer){"out", KS_DT_F32, 8, role, KS_DIST_UNIFORM, 0, 0, -1, -1};
+  c->spec = (ks_wbuffer){.name = "out", .dtype = KS_DT_F32, .count = 8, .role = role,
+      .dist = KS_DIST_UNIFORM, .a = 0, .b = 0, .atol = -1, .rtol = -1};
   c->buf.spec = &c->spec;
   c->buf.esize = 4;
   c->buf.bytes = 32;
@@ -294,15 +299,21 @@ static void reference(void **state) {
   ks_arena a = KS_ARENA_INIT;
   ks_workload w = {.size_name = "timed", .launch = {{4, 1, 1}, {256, 1, 1}, 1024}};
   *ks_array_push(&a, &w.buffers) =
-      (ks_wbuffer){"x", KS_DT_F32, 8, KS_ROLE_IN, KS_DIST_UNIFORM, -1, 1, -1, -1};
+      (ks_wbuffer){.name = "x", .dtype = KS_DT_F32, .count = 8, .role = KS_ROLE_IN,
+          .dist = KS_DIST_UNIFORM, .a = -1, .b = 1, .atol = -1, .rtol = -1};
   *ks_array_push(&a, &w.buffers) =
-      (ks_wbuffer){"idx", KS_DT_I32, 8, KS_ROLE_IN, KS_DIST_IOTA, 0, 0, -1, -1};
+      (ks_wbuffer){.name = "idx", .dtype = KS_DT_I32, .count = 8, .role = KS_ROLE_IN,
+          .dist = KS_DIST_IOTA, .a = 0, .b = 0, .atol = -1, .rtol = -1};
   *ks_array_push(&a, &w.buffers) =
-      (ks_wbuffer){"out", KS_DT_F32, 8, KS_ROLE_OUT, KS_DIST_UNIFORM, 0, 0, 1e-2, 1e-2};
+      (ks_wbuffer){.name = "out", .dtype = KS_DT_F32, .count = 8, .role = KS_ROLE_OUT,
+          .dist = KS_DIST_UNIFORM, .a = 0, .b = 0, .atol = 1e-2, .rtol = 1e-2};
   *ks_array_push(&a, &w.args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0};
-  *ks_array_push(&a, &w.args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_F32, {false, 0, 0.1}};
-  *ks_array_push(&a, &w.args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_F32, {true, 3, 0}};
-  *ks_array_push(&a, &w.args) = (ks_warg){KS_ARG_SCALAR, 0, KS_DT_I32, {true, 8, 0}};
+  *ks_array_push(&a, &w.args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_F32, .value = {false, 0, 0.1}};
+  *ks_array_push(&a, &w.args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_F32, .value = {true, 3, 0}};
+  *ks_array_push(&a, &w.args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_I32, .value = {true, 8, 0}};
   const ks_workload *t = wk_ref_workload(&a, &w);
   assert_int_equal(t->buffers.items[0].dtype, KS_DT_F64);
   assert_int_equal(t->buffers.items[1].dtype, KS_DT_I32);
@@ -423,12 +434,211 @@ static void kept_inputs(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* A temporary file holding `bytes`; its path in `path` (PATH_MAX room). */
+static void temp_file(char *path, const void *bytes, size_t n) {
+  strcpy(path, "/tmp/ks_worker_parts_XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, bytes, n), (ssize_t)n);
+  close(fd);
+}
+
+/* Captured inputs (KS_DIST_FILE): the file's bytes at the offset, the same
+ * whatever the seed, read again only when the file changes; a missing or
+ * short file is the request's failure, naming buffer, file and offset. */
+static void file_inputs(void **state) {
+  enum { N = 1000, OFFSET = 13 }; /* an odd offset: no alignment assumed */
+  unsigned char *content = malloc(OFFSET + N * 4 + 5);
+  for (size_t i = 0; i < OFFSET + N * 4 + 5; i++)
+    content[i] = (unsigned char)(i * 131 + 7);
+  char path[64];
+  temp_file(path, content, OFFSET + N * 4 + 5);
+
+  ks_arena a = KS_ARENA_INIT;
+  unsigned char got[16];
+  assert_null(wk_read_file(&a, path, 2, got, sizeof got));
+  assert_memory_equal(got, content + 2, sizeof got);
+  const char *why = wk_read_file(&a, path, OFFSET + N * 4, got, sizeof got);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "the file has 4018 bytes"));
+  why = wk_read_file(&a, "/nonexistent/ks.kscap", 0, got, sizeof got);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "No such file"));
+
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  wk_state w = {.ctx = &ctx};
+  w.cu.MemAlloc = host_alloc;
+  w.cu.MemFree = host_free;
+  w.cu.MemcpyHtoD = host_copy;
+  ks_wbuffer spec = {.name = "xs", .dtype = KS_DT_F32, .count = N, .role = KS_ROLE_INOUT,
+                     .dist = KS_DIST_FILE, .atol = -1, .rtol = -1, .file = path,
+                     .file_offset = OFFSET};
+  wk_buffer x = {.spec = &spec, .esize = 4, .bytes = N * 4, .input = malloc(N * 4)};
+  assert_int_equal(host_alloc(&x.pristine, N * 4), CUDA_SUCCESS);
+  wk_buffers b = {.items = &x, .len = 1};
+  const unsigned char *pristine = (const unsigned char *)(uintptr_t)x.pristine;
+  wk_outcome oc = {KS_RUN_OK, NULL, NULL};
+  assert_int_equal(wk_buffers_fill(&w, &a, &b, 1, &oc), 0);
+  assert_memory_equal(x.input, content + OFFSET, N * 4);
+  assert_memory_equal(pristine, content + OFFSET, N * 4);
+  assert_true(x.filled && x.file_key);
+  /* Another seed: the same bytes, not read again (a mark left in the host
+   * copy stays). */
+  x.input[0] ^= 0xff;
+  assert_int_equal(wk_buffers_fill(&w, &a, &b, 2, &oc), 0);
+  assert_int_equal(x.input[0], content[OFFSET] ^ 0xff);
+  assert_memory_equal(pristine, content + OFFSET, N * 4);
+  assert_null(x.alt_input); /* no second seed's inputs kept beside */
+  /* Another offset, then the file written again: read again. */
+  spec.file_offset = OFFSET + 1;
+  assert_int_equal(wk_buffers_fill(&w, &a, &b, 2, &oc), 0);
+  assert_memory_equal(x.input, content + OFFSET + 1, N * 4);
+  for (size_t i = 0; i < OFFSET + N * 4 + 5; i++)
+    content[i] = (unsigned char)(i * 17 + 1);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(content, 1, OFFSET + N * 4 + 4, f), OFFSET + N * 4 + 4);
+  fclose(f);
+  assert_int_equal(wk_buffers_fill(&w, &a, &b, 2, &oc), 0);
+  assert_memory_equal(x.input, content + OFFSET + 1, N * 4);
+  assert_memory_equal(pristine, content + OFFSET + 1, N * 4);
+  assert_int_equal(oc.status, KS_RUN_OK);
+
+  /* Short: the request fails with one line naming everything. */
+  spec.file_offset = 100;
+  assert_int_equal(wk_buffers_fill(&w, &a, &b, 2, &oc), -1);
+  assert_int_equal(oc.status, KS_RUN_LAUNCH_FAILED);
+  char *want = ks_arena_printf(&a, "buffer xs: cannot read 4000 bytes at offset 100 of %s: the "
+                                   "file has 4017 bytes", path);
+  assert_string_equal(oc.error, want);
+  assert_null(strchr(oc.error, '\n'));
+  assert_false(x.filled);
+  /* Missing. */
+  unlink(path);
+  spec.file_offset = 0;
+  oc = (wk_outcome){KS_RUN_OK, NULL, NULL};
+  assert_int_equal(wk_buffers_fill(&w, &a, &b, 2, &oc), -1);
+  assert_int_equal(oc.status, KS_RUN_LAUNCH_FAILED);
+  assert_non_null(strstr(oc.error, "buffer xs: cannot read 4000 bytes at offset 0 of /tmp/"));
+  assert_non_null(strstr(oc.error, "No such file"));
+
+  free(x.input);
+  free(x.file_key);
+  host_free(x.pristine);
+  free(content);
+  wk_fill_cache_release(&w);
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+}
+
+/* The replay's comparison with a capture: bit diffs, and of those the
+ * mismatches beyond tolerance. */
+static void capture_comparison(void **state) {
+  ks_wbuffer b = {.name = "y", .dtype = KS_DT_F32, .count = 10, .role = KS_ROLE_INOUT,
+                  .dist = KS_DIST_FILE, .atol = -1, .rtol = -1};
+  float want[10], got[10];
+  for (int i = 0; i < 10; i++)
+    want[i] = got[i] = (float)i + 0.5f;
+  ks_output_check c = {.capture_first_diff = 7};
+  wk_compare_capture(&b, want, got, &c);
+  assert_true(c.has_capture);
+  assert_true(c.capture_bit_diffs == 0 && c.capture_mismatches == 0 && c.capture_first_diff == -1);
+
+  uint32_t nan_a = 0x7fc00000u, nan_b = 0x7fc00001u;
+  memcpy(&want[1], &nan_a, 4), memcpy(&got[1], &nan_a, 4); /* the same NaN: no diff */
+  got[2] = want[2] * (1 + 2e-5f);                           /* within rtol: diff only */
+  memcpy(&want[3], &nan_a, 4), memcpy(&got[3], &nan_b, 4); /* NaNs apart: diff only */
+  want[4] = 0.0f, got[4] = -0.0f;                           /* equal values: diff only */
+  got[5] = want[5] + 1e-2f;                                 /* beyond */
+  memcpy(&got[6], &nan_a, 4);                               /* NaN for a number: beyond */
+  want[7] = INFINITY, got[7] = -INFINITY;                   /* beyond */
+  wk_compare_capture(&b, want, got, &c);
+  assert_int_equal(c.capture_bit_diffs, 6);
+  assert_int_equal(c.capture_mismatches, 3);
+  assert_int_equal(c.capture_first_diff, 2);
+  assert_true(c.capture_expected == (double)want[2] && c.capture_got == (double)got[2]);
+
+  /* A looser tolerance takes 5 in; the first diff is still the first. */
+  b.atol = 0.1;
+  wk_compare_capture(&b, want, got, &c);
+  assert_int_equal(c.capture_bit_diffs, 6);
+  assert_int_equal(c.capture_mismatches, 2);
+
+  /* Integers: every diff is a mismatch, whatever the tolerance. */
+  int32_t iw[4] = {1, 2, 3, 4}, ig[4] = {1, 3, 3, 5};
+  ks_wbuffer ib = {.name = "n", .dtype = KS_DT_I32, .count = 4, .role = KS_ROLE_OUT,
+                   .atol = 1, .rtol = 0};
+  wk_compare_capture(&ib, iw, ig, &c);
+  assert_int_equal(c.capture_bit_diffs, 2);
+  assert_int_equal(c.capture_mismatches, 2);
+  assert_true(c.capture_first_diff == 1 && c.capture_expected == 2 && c.capture_got == 3);
+
+  /* Half: NaNs with other payloads are a diff, not a mismatch. */
+  uint16_t hw[3] = {0x3c00, 0x7e00, 0x3c00}, hg[3] = {0x3c00, 0x7e01, 0x3c01};
+  ks_wbuffer hb = {.name = "h", .dtype = KS_DT_F16, .count = 3, .role = KS_ROLE_OUT,
+                   .atol = -1, .rtol = -1};
+  wk_compare_capture(&hb, hw, hg, &c);
+  assert_int_equal(c.capture_bit_diffs, 2);
+  assert_int_equal(c.capture_mismatches, 0); /* one ulp at 1.0 is within f16's 1e-2 */
+  assert_true(c.capture_first_diff == 1 && isnan(c.capture_expected) && isnan(c.capture_got));
+}
+
+/* Kernel parameters: pointers into a buffer at an offset, scalars, and raw
+ * bytes of any size, each where params[i] points. */
+static void parameters(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  ks_workload w = {.captured = true};
+  *ks_array_push(&a, &w.buffers) = (ks_wbuffer){.name = "all", .dtype = KS_DT_F32, .count = 64,
+                                                .role = KS_ROLE_INOUT, .dist = KS_DIST_FILE};
+  unsigned char blob[40];
+  for (int i = 0; i < 40; i++)
+    blob[i] = (unsigned char)(200 + i);
+  *ks_array_push(&a, &w.args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0};
+  *ks_array_push(&a, &w.args) = (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 0, .offset = 128};
+  *ks_array_push(&a, &w.args) = (ks_warg){.kind = KS_ARG_BYTES, .bytes = blob, .size = 40};
+  *ks_array_push(&a, &w.args) =
+      (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_I16, .value = {true, -2, 0}};
+  *ks_array_push(&a, &w.args) = (ks_warg){.kind = KS_ARG_BYTES, .bytes = blob + 39, .size = 1};
+  wk_buffer x = {.spec = &w.buffers.items[0], .ptr = 0x7000001000ull};
+  wk_buffers b = {.items = &x, .len = 1};
+  wk_buffers_bind(&b, &w);
+  CUdeviceptr p;
+  memcpy(&p, b.params[0], sizeof p);
+  assert_true(p == 0x7000001000ull);
+  memcpy(&p, b.params[1], sizeof p);
+  assert_true(p == 0x7000001080ull);
+  assert_memory_equal(b.params[2], blob, 40);
+  int16_t h;
+  memcpy(&h, b.params[3], 2);
+  assert_int_equal(h, -2);
+  assert_int_equal(*(unsigned char *)b.params[4], blob[39]);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal((uintptr_t)b.params[i] % 16, 0);
+  /* Bound again to another workload (a kept set): the new parameters. */
+  w.args.items[1].offset = 4;
+  wk_buffers_bind(&b, &w);
+  memcpy(&p, b.params[1], sizeof p);
+  assert_true(p == 0x7000001004ull);
+  free(b.params);
+  free(b.storage);
+
+  /* The fp64 reference has no twin for any of it. */
+  assert_non_null(wk_ref_refusal(&w));
+  w.buffers.items[0].dist = KS_DIST_UNIFORM;
+  assert_non_null(wk_ref_refusal(&w));
+  w.args.len = 1;
+  assert_null(wk_ref_refusal(&w));
+  ks_arena_release(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(half_conversions), cmocka_unit_test(distributions),
       cmocka_unit_test(scalars_and_patterns), cmocka_unit_test(defaults),
       cmocka_unit_test(comparisons), cmocka_unit_test(reference),
-      cmocka_unit_test(kept_inputs),
+      cmocka_unit_test(kept_inputs), cmocka_unit_test(file_inputs),
+      cmocka_unit_test(capture_comparison), cmocka_unit_test(parameters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,14 +8,21 @@
  * made of million-element chunks, each with a stream of its own, filled in
  * parallel: its bytes do not depend on the number of cores either. Half and bfloat16 are written as bit
  * patterns (round to nearest even); integers saturate at their type's range
- * instead of overflowing. */
+ * instead of overflowing.
+ *
+ * A captured workload's buffers hold a capture file's bytes instead
+ * (KS_DIST_FILE): the worker reads them itself, at an offset, since a
+ * snapshot can be gigabytes and has no business in a frame. */
 #include "worker.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct rng {
@@ -192,6 +199,35 @@ double wk_elem_double(ks_dtype t, const void *data, size_t i) {
   case KS_DT_U64: { uint64_t x; memcpy(&x, p, 8); return (double)x; }
   default: return 0;
   }
+}
+
+const char *wk_read_file(ks_arena *arena, const char *path, unsigned long long offset, void *dst,
+                         size_t bytes) {
+  if (!path)
+    return "no file named";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ks_arena_printf(arena, "%s", strerror(errno));
+  const char *why = NULL;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      (offset > (unsigned long long)st.st_size || bytes > (unsigned long long)st.st_size - offset))
+    why = ks_arena_printf(arena, "the file has %lld bytes", (long long)st.st_size);
+  /* pread moves at most about 2 GiB at a time, and a snapshot can be more. */
+  for (size_t done = 0; !why && done < bytes;) {
+    size_t chunk = bytes - done < ((size_t)1 << 30) ? bytes - done : (size_t)1 << 30;
+    ssize_t n = pread(fd, (unsigned char *)dst + done, chunk, (off_t)(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      why = ks_arena_printf(arena, "%s", strerror(errno));
+    else if (n == 0)
+      why = ks_arena_printf(arena, "the file ends at byte %llu", offset + done);
+    else
+      done += (size_t)n;
+  }
+  close(fd);
+  return why;
 }
 
 void wk_scalar_bytes(ks_dtype t, ks_value v, unsigned char out[8]) {

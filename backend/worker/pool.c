@@ -7,7 +7,9 @@
  * running the kernels. The pool keeps up to POOL_SETS sets, least recently
  * used first out, within a share of the device's memory; a set is matched
  * on everything that shapes its memory and its inputs (the buffers' types,
- * counts, roles and distributions). A request that went wrong gives its
+ * counts, roles and distributions; the file a captured buffer is read from
+ * is not: its inputs are kept under the file's identity and read again when
+ * it differs). A request that went wrong gives its
  * set back to be freed: a crashed kernel may have written anywhere. */
 #include "worker.h"
 
@@ -162,7 +164,9 @@ void wk_pool_release(wk_state *w, wk_buffers *b, bool keep) {
       s->key = ks_xcalloc(b->len ? b->len : 1, sizeof *s->key);
       for (size_t i = 0; i < b->len; i++) {
         s->key[i] = *b->items[i].spec;
-        s->key[i].name = NULL; /* the request's memory; not part of the key */
+        /* The request's memory; not part of the key (a captured buffer's
+         * file is checked when it is filled, buffers.c). */
+        s->key[i].name = s->key[i].file = s->key[i].expect_file = NULL;
       }
       s->device_bytes = bytes;
       s->used = pool->clock;

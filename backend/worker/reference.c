@@ -27,6 +27,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *wk_ref_refusal(const ks_workload *work) {
+  /* Offsets are in bytes of the original's types, raw bytes may hold floats
+   * that the twin reads as doubles: neither has a widened form. */
+  for (size_t i = 0; i < work->buffers.len; i++)
+    if (work->buffers.items[i].dist == KS_DIST_FILE)
+      return "the fp64 reference does not run on captured inputs";
+  for (size_t i = 0; i < work->args.len; i++) {
+    const ks_warg *a = &work->args.items[i];
+    if (a->kind == KS_ARG_BYTES || (a->kind == KS_ARG_BUFFER && a->offset))
+      return "the fp64 reference does not run on raw-byte arguments or pointers into a buffer";
+  }
+  return NULL;
+}
+
 const ks_workload *wk_ref_workload(ks_arena *arena, const ks_workload *work) {
   ks_workload *twin = ks_arena_alloc(arena, sizeof *twin);
   *twin = *work;

@@ -6,10 +6,13 @@
  * inputs and recheck: fresh inputs from recheck_seed, the candidate run
  * right after its timed launches, then the original, compared. A candidate
  * that caches results or skips work once it has been called a few times
- * passes the seeds and fails there. Everything is released on the one way
- * out, whatever failed. */
+ * passes the seeds and fails there. A replay runs the original alone on a
+ * captured workload instead of verifying, and compares its outputs with
+ * the capture's. Everything is released on the one way out, whatever
+ * failed. */
 #include "worker.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -26,10 +29,25 @@ enum { TIMING_SEED = 0x7133 };
 static int check_workload(ks_arena *arena, const ks_workload *work, wk_outcome *oc) {
   for (size_t i = 0; i < work->args.len; i++) {
     const ks_warg *a = &work->args.items[i];
+    const char *why = NULL;
     if (a->kind == KS_ARG_BUFFER && a->buffer >= work->buffers.len) {
+      why = ks_arena_printf(arena, "argument %zu names buffer %zu of %zu", i, a->buffer,
+                            work->buffers.len);
+    } else if (a->kind == KS_ARG_BUFFER) {
+      /* A pointer one past the end is a valid C pointer; beyond, it is not
+       * into this buffer at all. */
+      const ks_wbuffer *b = &work->buffers.items[a->buffer];
+      unsigned long long esize = ks_wire_dtype_size(b->dtype);
+      if (esize && b->count <= ULLONG_MAX / esize && a->offset > b->count * esize)
+        why = ks_arena_printf(arena, "argument %zu points %llu bytes into buffer %s of %llu "
+                                     "elements of %s", i, a->offset, b->name ? b->name : "?",
+                              b->count, ks_wire_dtype_name(b->dtype));
+    } else if (a->kind == KS_ARG_BYTES && (!a->bytes || !a->size)) {
+      why = ks_arena_printf(arena, "argument %zu passes no bytes", i);
+    }
+    if (why) {
       oc->status = KS_RUN_LAUNCH_FAILED;
-      oc->error = ks_arena_printf(arena, "argument %zu names buffer %zu of %zu", i, a->buffer,
-                                  work->buffers.len);
+      oc->error = why;
       return -1;
     }
   }
@@ -63,8 +81,9 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
   wk_reference ref = {0};
   const ks_workload *work = req->work;
   bool have_cand = req->cand.cubin != NULL;
-  /* The reference serves verification only. */
-  bool have_ref = req->ref.cubin != NULL && have_cand && req->verify && req->nseeds;
+  /* The reference serves verification only; a replay verifies nothing. */
+  bool have_ref = req->ref.cubin != NULL && have_cand && req->verify && req->nseeds &&
+                  !req->replay;
   /* A zeroed launch means "the original's" (a variant with no policy). */
   ks_launch_cfg cand_launch = req->cand_launch;
   double t_start = wk_now(), t_load = 0, t_alloc = 0, t_verify = 0, t_time = 0, t_recheck = 0;
@@ -85,6 +104,11 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
     res->cand_spill_bytes = cand.local_bytes;
     res->cand_static_smem = cand.static_smem;
   }
+  if (have_ref && wk_ref_refusal(work)) {
+    const char *why = ks_arena_printf(arena, "ref: %s", wk_ref_refusal(work));
+    oc = (wk_outcome){KS_RUN_LAUNCH_FAILED, why, "ref"};
+    goto out;
+  }
   if (have_ref) {
     ks_launch_cfg ref_launch = wk_ref_launch(&work->launch);
     if (wk_kernel_load(w, arena, &req->ref, "ref", &ref_launch, &ref.kernel, &oc))
@@ -99,7 +123,11 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
     goto out;
   }
 
-  if (req->verify && have_cand)
+  if (req->replay)
+    for (size_t i = 0; i < req->nseeds; i++)
+      if (wk_replay_seed(w, arena, bufs, &base, req->seeds[i], res, &oc))
+        goto out;
+  if (req->verify && have_cand && !req->replay)
     for (size_t i = 0; i < req->nseeds; i++)
       if (wk_verify_seed(w, arena, bufs, &base, &cand, have_ref ? &ref : NULL, req->seeds[i],
                          res, &oc))
@@ -133,10 +161,10 @@ out:
     double end = wk_now();
 #define SPAN(a, b) ((a) > 0 && (b) > 0 ? 1e3 * ((b) - (a)) : 0.0)
     fprintf(stderr,
-            "kernelsmith-worker: profile: %s%s %llu elements: load %.1f alloc %.1f verify %.1f "
+            "kernelsmith-worker: profile: %s%s%s %llu elements: load %.1f alloc %.1f verify %.1f "
             "time %.1f (%zu+%zu samples) recheck %.1f | fill %.1f download %.1f compare %.1f | "
             "total %.1f ms\n",
-            req->verify ? "verify" : "", req->time ? " time" : "",
+            req->replay ? "replay " : "", req->verify ? "verify" : "", req->time ? " time" : "",
             work->buffers.len ? work->buffers.items[0].count : 0ull, SPAN(t_start, t_load),
             SPAN(t_load, t_alloc), SPAN(t_alloc, t_verify), SPAN(t_verify, t_time),
             res->timing.base_ms.len, res->timing.cand_ms.len, SPAN(t_time, t_recheck),

@@ -24,7 +24,12 @@
  *  - inputs: an `in` buffer the candidate changed, where the original
  *    leaves it as it was;
  *  - with an fp64 reference (reference.c), run first on the same inputs
- *    widened: both kernels' errors against it. */
+ *    widened: both kernels' errors against it.
+ *
+ * A replay (a captured workload) runs the original alone, once, and
+ * compares its outputs with what the capture recorded after the launch:
+ * bit for bit, and with the tolerance (a GPU of another model, or another
+ * order of float atomics, may round differently). */
 #include "worker.h"
 
 #include <math.h>
@@ -266,4 +271,70 @@ done:
   free(changed);
   free(base_nondet);
   return rc;
+}
+
+void wk_compare_capture(const ks_wbuffer *b, const void *want, const void *got,
+                        ks_output_check *c) {
+  c->has_capture = true;
+  c->capture_bit_diffs = c->capture_mismatches = 0;
+  c->capture_first_diff = -1;
+  c->capture_expected = c->capture_got = 0;
+  size_t es = ks_wire_dtype_size(b->dtype), n = (size_t)b->count;
+  if (!es || memcmp(want, got, n * es) == 0)
+    return;
+  double atol, rtol, abs_err, rel_err;
+  wk_tolerance(b, &atol, &rtol);
+  bool is_float = ks_wire_dtype_is_float(b->dtype);
+  const unsigned char *e = want, *g = got;
+  for (size_t i = 0; i < n; i++) {
+    if (same(e + i * es, g + i * es, es))
+      continue;
+    double de = wk_elem_double(b->dtype, want, i), dg = wk_elem_double(b->dtype, got, i);
+    if (c->capture_bit_diffs++ == 0) {
+      c->capture_first_diff = (long long)i;
+      c->capture_expected = de;
+      c->capture_got = dg;
+    }
+    /* Integers: the capture is the application's own result, exact. */
+    if (!is_float || !element_ok(de, dg, atol, rtol, &abs_err, &rel_err))
+      c->capture_mismatches++;
+  }
+}
+
+int wk_replay_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base,
+                   unsigned long long seed, ks_run_result *res, wk_outcome *out) {
+  ks_seed_check s = {.seed = seed};
+  int canary;
+  bool before = false;
+  if (wk_buffers_fill(w, arena, b, seed, out) ||
+      one_run(w, arena, b, base, 1, 0, &canary, &before, out))
+    return -1;
+  if (canary >= 0)
+    s.base_canary_buffer = wk_name(&b->items[canary]), s.base_canary_before = before;
+  double t0 = wk_now();
+  for (size_t i = 0; i < b->len; i++) {
+    wk_buffer *x = &b->items[i];
+    if (x->spec->role == KS_ROLE_IN)
+      continue;
+    ks_output_check *c = ks_array_push(arena, &s.outputs);
+    c->buffer = wk_name(x);
+    c->count = x->spec->count;
+    c->first_mismatch = c->ref_first_mismatch = c->capture_first_diff = -1;
+    if (!x->spec->expect_file)
+      continue;
+    /* Slot 1 is free in a replay: the expected bytes go there. */
+    const char *why = wk_read_file(arena, x->spec->expect_file, x->spec->expect_offset,
+                                   x->slot[1], x->bytes);
+    if (why) {
+      out->status = KS_RUN_LAUNCH_FAILED;
+      out->error = ks_arena_printf(arena, "buffer %s: cannot read %zu expected bytes at offset "
+                                          "%llu of %s: %s", wk_name(x), x->bytes,
+                                   x->spec->expect_offset, x->spec->expect_file, why);
+      return -1;
+    }
+    wk_compare_capture(x->spec, x->slot[1], x->slot[0], c);
+  }
+  w->t_compare += wk_now() - t0;
+  *ks_array_push(arena, &res->seeds) = s;
+  return 0;
 }

@@ -5,8 +5,10 @@
  *             modules, launches, and what a CUDA error means
  *   buffers.c device buffers with guard zones, pristine input copies,
  *             poison patterns, canary checks
- *   fill.c    seeded inputs for every distribution and element type
- *   verify.c  one seed: four runs, comparisons, races, canaries, inputs
+ *   fill.c    seeded inputs for every distribution and element type,
+ *             and a capture file's bytes
+ *   verify.c  one seed: four runs, comparisons, races, canaries, inputs;
+ *             a replay of the original against what a capture recorded
  *   timing.c  interleaved timing with L2 flushes and the clock filter
  *   reference.c  the fp64 reference: widened buffers, its run, the
  *             outputs' errors against it
@@ -110,8 +112,12 @@ typedef struct wk_buffer {
   unsigned char *input;     /* in/inout: host copy of the inputs */
   unsigned char *slot[3];   /* out/inout: host copies of outputs (verify.c) */
   bool base_changes;        /* in: the original itself modifies it */
-  bool filled;              /* input and pristine hold filled_seed's data */
+  bool filled;              /* input and pristine hold filled_seed's data,
+                               or file_key's for a KS_DIST_FILE buffer */
   unsigned long long filled_seed;
+  char *file_key;           /* KS_DIST_FILE: the file (identity and path)
+                               and offset the inputs were read from;
+                               malloc'ed, NULL when not read */
   /* The inputs of the seed before (buffers.c): a search alternates between
    * two seeds on its timed size, timing and recheck. */
   CUdeviceptr alt_pristine;
@@ -129,7 +135,8 @@ typedef struct wk_buffers {
   wk_buffer *items;
   size_t len;
   void **params;            /* kernel parameters, shared by both kernels */
-  unsigned char (*storage)[8]; /* the scalars' and pointers' bytes */
+  unsigned char *storage;   /* their bytes: pointers, scalars and raw
+                               bytes, each at a 16-byte aligned place */
   unsigned char *scratch;   /* host room for guard and input checks */
   size_t scratch_bytes;
 } wk_buffers;
@@ -154,8 +161,10 @@ int wk_pool_acquire(wk_state *w, ks_arena *arena, const ks_workload *work, wk_bu
 void wk_pool_release(wk_state *w, wk_buffers *b, bool keep);
 /* Frees every kept set. */
 void wk_pool_clear(wk_state *w);
-/* Fills inputs on the host from (seed, buffer index), uploads them to the
- * buffer and its pristine copy. */
+/* Fills inputs on the host from (seed, buffer index), or from its file for
+ * a KS_DIST_FILE buffer (the same for every seed), uploads them to the
+ * buffer and its pristine copy. A file that cannot be read is a
+ * LAUNCH_FAILED outcome naming the buffer, the file and the offset. */
 int wk_buffers_fill(wk_state *w, ks_arena *arena, wk_buffers *b, unsigned long long seed,
                     wk_outcome *out);
 /* Before a run: inputs back from their pristine copies, `out` buffers
@@ -182,6 +191,10 @@ void wk_poison_bytes(ks_dtype t, int which, unsigned char out[8]);
 void wk_fill(const ks_wbuffer *b, unsigned long long seed, size_t index, void *host);
 /* Element `i` of a typed array as a double (f16 and bf16 decoded). */
 double wk_elem_double(ks_dtype t, const void *data, size_t i);
+/* Reads `bytes` bytes at `offset` of `path` into `dst`; NULL when done, else
+ * why not (in `arena`): missing, unreadable, or shorter than that. */
+const char *wk_read_file(ks_arena *arena, const char *path, unsigned long long offset, void *dst,
+                         size_t bytes);
 /* A scalar argument's bytes as the kernel expects them. */
 void wk_scalar_bytes(ks_dtype t, ks_value v, unsigned char out[8]);
 /* IEEE half and bfloat16 from a float, round to nearest even. */
@@ -198,6 +211,13 @@ void wk_tolerance(const ks_wbuffer *b, double *atol, double *rtol);
  * tell unwritten elements. */
 void wk_compare_outputs(ks_arena *arena, const wk_buffers *b, int want, int got, int second,
                         ks_output_checks *out);
+/* The capture fields of `c` (has_capture and capture_*): `got` (the
+ * original's output) against `want` (what the capture recorded), b->count
+ * elements each. Elements whose bytes differ are bit diffs; of those,
+ * mismatches are the integers, and the floats beyond b's tolerance (two
+ * NaNs match, equal values such as -0 and +0 match). */
+void wk_compare_capture(const ks_wbuffer *b, const void *want, const void *got,
+                        ks_output_check *c);
 /* The fp64 reference of a request: the original's twin and its buffers. */
 typedef struct wk_reference {
   wk_kernel kernel;         /* label "ref" */
@@ -210,7 +230,18 @@ int wk_verify_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base,
                    wk_reference *ref, unsigned long long seed, ks_run_result *res,
                    wk_outcome *out);
 
+/* One seed of a replay: the original alone, outputs poisoned with pattern
+ * 1, guard zones checked; each out/inout buffer with an expect_file
+ * compared with it (slot 1 holds the expected bytes). Appends one seed
+ * check, one output check per out/inout buffer. */
+int wk_replay_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base,
+                   unsigned long long seed, ks_run_result *res, wk_outcome *out);
+
 /* ---- reference.c ---- */
+/* Why the fp64 reference cannot run on `work`, or NULL: a captured
+ * workload's file inputs, offsets into buffers and raw-byte arguments have
+ * no widened twin. */
+const char *wk_ref_refusal(const ks_workload *work);
 /* The twin's workload: f32 buffers and f32 scalars as f64 (a scalar through
  * the float the original receives); everything else as it was. */
 const ks_workload *wk_ref_workload(ks_arena *arena, const ks_workload *work);

@@ -13,9 +13,7 @@
  * callbacks and atexit carry no user pointer and there is one injection
  * per process anyway. */
 #include "inject_json.h"
-/* --- capture --- */
 #include "capture.h"
-/* --- end capture --- */
 
 #include <cupti.h>
 
@@ -154,10 +152,8 @@ static const char *api_name(uint32_t correlation) {
 static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
                                CUpti_CallbackId cbid, const void *data) {
   const CUpti_CallbackData *cb = data;
-  /* --- capture --- */
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
     ksrt_capture_on_driver(cbid, cb);
-  /* --- end capture --- */
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (cb->callbackSite == CUPTI_API_ENTER) {
       runtime_depth++;
@@ -344,9 +340,7 @@ static void at_exit(void) {
    * line belongs to the process that was injected. */
   if (getpid() != g.pid)
     return;
-  /* --- capture --- */
   ksrt_capture_finish();
-  /* --- end capture --- */
   pthread_mutex_lock(&g.flush_lock);
   g.stopping = 1;
   (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -451,8 +445,6 @@ int InitializeInjection(void) {
   /* Optional: older CUPTIs may lack it; our own flusher covers the need. */
   (void)cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
   start_flusher();
-  /* --- capture --- */
   ksrt_capture_init(); /* after the start line: a capture needs the callbacks above */
-  /* --- end capture --- */
   return 1;
 }

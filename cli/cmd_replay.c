@@ -1,0 +1,223 @@
+/* kernelsmith-cc replay: captured launches run again in isolation.
+ *
+ * Each launch a capture file holds is mapped to its kernel in the sources,
+ * the kernel is compiled as the judge compiles it, and the original runs
+ * alone on the captured inputs with the captured launch configuration; its
+ * outputs are compared with the snapshots taken after the launch in the
+ * application, bit for bit. This is the check optimize makes before a
+ * captured launch serves as a test input, as a command of its own: a
+ * launch the original does not reproduce missed something its kernel
+ * reads. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ks_capture.h"
+#include "ks_cli.h"
+#include "ks_profile.h"
+#include "ks_source_args.h"
+#include "ks_specs.h"
+#include "ks_target.h"
+
+static const char usage[] =
+    "usage: kernelsmith-cc replay CAPTURE [options] [PATH...]\n"
+    "\n"
+    "Runs every launch in CAPTURE (written by profile --capture) again, alone:\n"
+    "the kernel from the sources under PATH (default: the current directory),\n"
+    "compiled as the judge compiles it, on the captured inputs with the\n"
+    "captured grid, block and shared memory. Each output is compared with what\n"
+    "the application's launch left in it, bit for bit; differences within the\n"
+    "output type's tolerance (float atomics add in another order) are told\n"
+    "apart from real ones.\n"
+    "\n"
+    "options:\n"
+    "  -k, --kernel NAME    only this kernel's launches (repeat for more)\n"
+    KS_SOURCE_HELP
+    "      --device N       CUDA device (default 0)\n"
+    "      --cache-dir DIR  compiled cubins (default .kernelsmith/cache)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "exit status: 0 when every launch was reproduced (within tolerance), 1 when\n"
+    "one was not or could not run, 2 on a usage error.\n";
+
+const ks_command ks_cmd_replay;
+
+static bool wanted(const ks_strings *names, const ks_kernel *k) {
+  if (!names->len)
+    return true;
+  for (size_t i = 0; i < names->len; i++)
+    if (ks_spec_names_kernel(names->items[i], k))
+      return true;
+  return false;
+}
+
+static void print_output(ks_arena *a, const ks_workload *w, const ks_output_check *o) {
+  (void)a;
+  if (!o->has_capture) {
+    printf("    %-14s no snapshot after the launch to compare with\n", o->buffer);
+    return;
+  }
+  size_t es = 1;
+  for (size_t b = 0; b < w->buffers.len; b++)
+    if (!strcmp(w->buffers.items[b].name, o->buffer))
+      es = ks_dtype_size(w->buffers.items[b].dtype);
+  double mib = (double)o->count * (double)es / (1 << 20);
+  if (!o->capture_bit_diffs)
+    printf("    %-14s bit for bit (%llu elements, %.2f MiB)\n", o->buffer, o->count, mib);
+  else if (!o->capture_mismatches)
+    printf("    %-14s within tolerance: %llu of %llu elements differ in their bits (first at "
+           "%lld: %.9g captured, %.9g replayed)\n",
+           o->buffer, o->capture_bit_diffs, o->count, o->capture_first_diff, o->capture_expected,
+           o->capture_got);
+  else
+    printf("    %-14s DIFFERS at %llu of %llu elements (first at %lld: %.9g captured, %.9g "
+           "replayed)\n",
+           o->buffer, o->capture_mismatches, o->count, o->capture_first_diff, o->capture_expected,
+           o->capture_got);
+}
+
+static int run(ks_ctx *ctx, int argc, char **argv) {
+  enum { OPT_DEVICE = 256, OPT_CACHE };
+  static const struct option opts[] = {
+      KS_SOURCE_LONG,
+      {"kernel", required_argument, NULL, 'k'},
+      {"device", required_argument, NULL, OPT_DEVICE},
+      {"cache-dir", required_argument, NULL, OPT_CACHE},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  ks_source_args src;
+  ks_source_args_init(&src, argc);
+  ks_judge_options jo = {.cache_dir = ".kernelsmith/cache", .no_time = true};
+  ks_strings names = {0};
+  ks_arena arena = KS_ARENA_INIT;
+  ks_scan scan = {0};
+  ks_capture cap;
+  ks_judge judge;
+  bool have_scan = false, have_cap = false, judge_open = false;
+  int rc = KS_EXIT_OK, c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "k:h", opts, NULL)) != -1) {
+    if (ks_source_args_option(&src, c, optarg))
+      continue;
+    long n;
+    switch (c) {
+    case 'k':
+      *ks_array_push(&arena, &names) = optarg;
+      break;
+    case OPT_DEVICE:
+      if ((n = ks_parse_count(optarg)) < 0) {
+        rc = ks_usage_error(ctx, &ks_cmd_replay, "--device takes a device number, not '%s'",
+                            optarg);
+        goto out;
+      }
+      jo.device = (int)n;
+      break;
+    case OPT_CACHE:
+      jo.cache_dir = optarg;
+      break;
+    case 'h':
+      rc = ks_print_help(&ks_cmd_replay);
+      goto out;
+    case ':':
+      rc = ks_usage_error(ctx, &ks_cmd_replay, "option '%s' needs a value", argv[optind - 1]);
+      goto out;
+    default:
+      rc = ks_usage_error(ctx, &ks_cmd_replay, "unknown option '%s'", argv[optind - 1]);
+      goto out;
+    }
+  }
+  if (optind >= argc) {
+    rc = ks_usage_error(ctx, &ks_cmd_replay, "which capture file? (profile --capture writes one)");
+    goto out;
+  }
+  char *abs = realpath(argv[optind], NULL);
+  int orc = ks_capture_open(ctx, abs ? abs : argv[optind], &cap);
+  free(abs);
+  if (orc)
+    goto fail;
+  have_cap = true;
+  ks_source_args_paths(&src, argc, argv, optind + 1);
+  if (ks_scan_run(ctx, &src.scan, &scan))
+    goto fail;
+  have_scan = true;
+
+  /* Launches of no kernel in the sources are said once each. */
+  for (size_t i = 0; i < cap.launches.len; i++) {
+    const ks_capture_launch *l = &cap.launches.items[i];
+    if (ks_profile_match(&arena, l->kernel, NULL, &scan.kernels, NULL) < 0)
+      ks_warn(ctx, "%s launch %llu: no kernel of that name under the paths scanned", l->kernel,
+              l->launch);
+  }
+  size_t replayed = 0, failed = 0;
+  for (size_t i = 0; i < scan.kernels.len; i++) {
+    const ks_kernel *k = &scan.kernels.items[i];
+    size_t *idx;
+    if (!wanted(&names, k) || !ks_capture_launches_of(&arena, &cap, &scan, k, NULL, &idx, NULL))
+      continue;
+    ks_target t;
+    if (ks_target_open_captured(ctx, &src.scan, &scan, k, &cap, true, &arena, &t)) {
+      ks_error(ctx, "%s: %s", k->qualified_name, ctx->error);
+      failed++;
+      continue;
+    }
+    if (!judge_open) {
+      if (ks_judge_open(ctx, &judge, &jo))
+        goto fail;
+      judge_open = true;
+    }
+    if (ks_judge_prepare(ctx, &judge, &t.subject, &arena)) {
+      ks_error(ctx, "%s: %s", k->qualified_name, ctx->error);
+      failed++;
+      ks_target_close(&t);
+      continue;
+    }
+    for (size_t w = 0; w < t.nworkloads; w++) {
+      const ks_workload *wl = &t.workloads[w];
+      ks_replay r;
+      if (ks_judge_replay(ctx, &judge, &t.subject, w, &arena, &r)) {
+        ks_target_close(&t);
+        goto fail;
+      }
+      const ks_launch_cfg *lc = &wl->launch;
+      const char *verdict = r.status != KS_RUN_OK      ? "FAILED"
+                            : !r.compared              ? "nothing to compare"
+                            : r.bit_for_bit            ? "reproduced bit for bit"
+                            : r.within_tolerance       ? "reproduced within tolerance"
+                                                       : "NOT REPRODUCED";
+      printf("%s %s: grid (%u, %u, %u) block (%u, %u, %u) smem %llu: %s\n", k->qualified_name,
+             wl->size_name, lc->grid[0], lc->grid[1], lc->grid[2], lc->block[0], lc->block[1],
+             lc->block[2], lc->smem, verdict);
+      if (r.status != KS_RUN_OK)
+        printf("    %s\n", r.error ? r.error : "the run failed");
+      for (size_t o = 0; o < r.outputs.len; o++)
+        print_output(&arena, wl, &r.outputs.items[o]);
+      replayed++;
+      failed += r.status != KS_RUN_OK || !r.within_tolerance;
+    }
+    ks_target_close(&t);
+  }
+  if (!replayed && !failed) {
+    ks_fail(ctx, "%s: no captured launch of a kernel under the paths scanned%s", cap.path,
+            names.len ? " (and named with -k)" : "");
+    goto fail;
+  }
+  rc = failed ? KS_EXIT_FAILURE : KS_EXIT_OK;
+  goto out;
+fail:
+  ks_error(ctx, "%s", ctx->error);
+  rc = KS_EXIT_FAILURE;
+out:
+  if (judge_open)
+    ks_judge_close(&judge);
+  if (have_scan)
+    ks_scan_release(&scan);
+  if (have_cap)
+    ks_capture_close(&cap);
+  ks_arena_release(&arena);
+  ks_source_args_release(&src);
+  return rc;
+}
+
+const ks_command ks_cmd_replay = {
+    "replay", "run captured launches again alone and compare their outputs bit for bit", usage,
+    run};

@@ -1,0 +1,34 @@
+// Kernels with no spec, for optimize from captured launches
+// (tests/test_capture_target.c writes captures of them).
+#include <cuda_runtime.h>
+
+__global__ void axpy(float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    y[i] = a * x[i] + y[i];
+}
+
+template <typename T>
+__global__ void scale(const T *in, T *out, T s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = s * in[i];
+}
+
+__global__ void gather(const float *src, const int *idx, float *dst, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    dst[i] = src[idx[i]];
+}
+
+void run_axpy(float *x, float *y, float a, int n) {
+  axpy<<<(n + 255) / 256, 256>>>(x, y, a, n);
+}
+
+void run_scale(const float *in, float *out, float s, int n) {
+  scale<float><<<(n + 127) / 128, 128>>>(in, out, s, n);
+}
+
+void run_gather(const float *src, const int *idx, float *dst, int n) {
+  gather<<<(n + 255) / 256, 256>>>(src, idx, dst, n);
+}

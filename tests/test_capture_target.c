@@ -1,0 +1,374 @@
+/* Tests of captured launches as workloads (passes/target_capture.c) without
+ * a GPU: capture files written with the backend's writer for the kernels of
+ * testdata/capture (which have no spec), opened as targets: buffers per
+ * allocation with offsets, roles from const, scalars by value, the launch
+ * as captured, the instance of a template from its mangled name, lengths
+ * inferred from the scalars (or unknown), guards evaluated over aliasing
+ * parameters, unusable launches left out, and the one line a kernel with
+ * neither spec nor capture gets. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ks_capture.h"
+#include "ks_specs.h"
+#include "ks_target.h"
+
+static char tmpdir[PATH_MAX];
+static ks_scan scan;
+static ks_scan_options opts;
+static const char *paths[1];
+
+static const char *tmp(const char *name) {
+  static char path[4][PATH_MAX + 64];
+  static unsigned next;
+  char *p = path[next++ % 4];
+  snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
+  return p;
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/ks-capture-target-XXXXXX");
+  if (!mkdtemp(tmpdir))
+    return -1;
+  paths[0] = KS_TESTDATA "/capture";
+  opts = (ks_scan_options){.paths = paths, .npaths = 1, .no_compdb = true};
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  int rc = ks_scan_run(&ctx, &opts, &scan);
+  if (rc)
+    fprintf(stderr, "scan: %s\n", ctx.error);
+  ks_ctx_release(&ctx);
+  return rc;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  ks_scan_release(&scan);
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  return system(cmd);
+}
+
+static const ks_kernel *kernel(const char *name) {
+  for (size_t i = 0; i < scan.kernels.len; i++)
+    if (!strcmp(scan.kernels.items[i].name, name))
+      return &scan.kernels.items[i];
+  fail_msg("no kernel %s in testdata/capture", name);
+  return NULL;
+}
+
+/* A writer with a launch builder. */
+typedef struct cap {
+  ks_ctx ctx;
+  ks_capture_writer w;
+  ks_arena arena;
+} cap;
+
+static void cap_open(cap *c, const char *path) {
+  ks_ctx_init(&c->ctx, "test");
+  c->arena = (ks_arena)KS_ARENA_INIT;
+  assert_int_equal(ks_capture_writer_open(&c->ctx, path, &c->w), 0);
+}
+
+static unsigned long long blob(cap *c, const void *p, size_t n) {
+  unsigned long long id;
+  assert_int_equal(ks_capture_write_blob(&c->ctx, &c->w, p, n, &id), 0);
+  return id;
+}
+
+static unsigned char *le(cap *c, unsigned long long v, size_t n) {
+  unsigned char *b = ks_arena_alloc(&c->arena, 8);
+  for (size_t i = 0; i < n; i++)
+    b[i] = (unsigned char)(v >> (8 * i));
+  return b;
+}
+
+static void ptr(cap *c, ks_capture_launch *l, unsigned long long base, unsigned long long size,
+                unsigned long long off, unsigned long long before, unsigned long long after) {
+  ks_capture_param p = {.index = (unsigned)l->params.len, .size = 8, .kind = KS_CAPTURE_POINTER,
+                        .value = le(c, base + off, 8), .memory = "device", .base = base,
+                        .alloc_size = size, .ptr_offset = off, .before = before, .after = after};
+  *ks_array_push(&c->arena, &l->params) = p;
+}
+
+static void scalar(cap *c, ks_capture_launch *l, const void *v, size_t n) {
+  unsigned char *b = ks_arena_alloc(&c->arena, n);
+  memcpy(b, v, n);
+  ks_capture_param p = {.index = (unsigned)l->params.len, .size = n, .kind = KS_CAPTURE_SCALAR,
+                        .value = b};
+  *ks_array_push(&c->arena, &l->params) = p;
+}
+
+static void cap_close(cap *c) {
+  assert_int_equal(ks_capture_writer_close(&c->ctx, &c->w, true), 0);
+  ks_arena_release(&c->arena);
+  ks_ctx_release(&c->ctx);
+}
+
+/* axpy(x, y, 2, 64) with x and y in one 512-byte allocation. */
+static void write_axpy(const char *path) {
+  cap c;
+  cap_open(&c, path);
+  float before[128], after[128];
+  for (int i = 0; i < 128; i++)
+    before[i] = (float)i, after[i] = i < 64 ? (float)i : 2.0f * (float)(i - 64) + (float)i;
+  unsigned long long b = blob(&c, before, sizeof before), a = blob(&c, after, sizeof after);
+  ks_capture_launch l = {.kernel = "_Z4axpyPfS_fi", .grid = {1, 1, 1}, .block = {256, 1, 1},
+                         .device = 0, .api = "cuLaunchKernel", .bytes_needed = 512};
+  ptr(&c, &l, 0x7f0000000000ull, 512, 0, b, a);
+  ptr(&c, &l, 0x7f0000000000ull, 512, 256, b, a);
+  float av = 2;
+  int n = 64;
+  scalar(&c, &l, &av, 4);
+  scalar(&c, &l, &n, 4);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &l), 0);
+  cap_close(&c);
+}
+
+static void open_captured(const char *path, const char *name, ks_capture *cp, ks_arena *a,
+                          ks_target *t, int want) {
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  assert_int_equal(ks_capture_open(&ctx, path, cp), 0);
+  int rc = ks_target_open_captured(&ctx, &opts, &scan, kernel(name), cp, false, a, t);
+  if (rc != want)
+    fail_msg("open %s: %s", name, ctx.error);
+  ks_ctx_release(&ctx);
+}
+
+static void shared_allocation(void **state) {
+  (void)state;
+  const char *path = tmp("axpy.kscap");
+  write_axpy(path);
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "axpy", &cp, &a, &t, 0);
+  assert_false(t.have_spec);
+  assert_int_equal(t.nworkloads, 1);
+  assert_int_equal(t.ncaptured, 1);
+  const ks_workload *w = &t.workloads[0];
+  assert_true(w->captured);
+  assert_true(w->timed);
+  assert_string_equal(w->size_name, "capture0");
+  assert_int_equal(w->launch.block[0], 256);
+  /* one buffer for the one allocation, both parameters into it */
+  assert_int_equal(w->buffers.len, 1);
+  const ks_wbuffer *b = &w->buffers.items[0];
+  assert_int_equal(b->dtype, KS_DT_F32);
+  assert_int_equal(b->count, 128);
+  assert_int_equal(b->role, KS_ROLE_INOUT);
+  assert_int_equal(b->dist, KS_DIST_FILE);
+  assert_string_equal(b->file, cp.path);
+  assert_int_equal(b->file_offset, cp.blobs.items[0].offset);
+  assert_non_null(b->expect_file);
+  assert_int_equal(b->expect_offset, cp.blobs.items[1].offset);
+  assert_int_equal(w->args.len, 4);
+  assert_int_equal(w->args.items[0].kind, KS_ARG_BUFFER);
+  assert_int_equal(w->args.items[0].offset, 0);
+  assert_int_equal(w->args.items[1].buffer, 0);
+  assert_int_equal(w->args.items[1].offset, 256);
+  assert_int_equal(w->args.items[2].kind, KS_ARG_SCALAR);
+  assert_true(w->args.items[2].value.f == 2.0);
+  assert_int_equal(w->args.items[3].value.i, 64);
+  /* len_x: the 512 bytes x can reach hold n floats and less than 512
+   * bytes more; len_y: exactly n */
+  unsigned long long len;
+  assert_true(ks_warg_length(w, &w->args.items[0], &len));
+  assert_int_equal(len, 64);
+  assert_true(ks_warg_length(w, &w->args.items[1], &len));
+  assert_int_equal(len, 64);
+  assert_int_equal(t.spec.buffers.len, 2);
+  assert_string_equal(t.spec.buffers.items[0].length, "n");
+  assert_string_equal(t.spec.buffers.items[1].length, "n");
+
+  /* guards over the aliasing parameters */
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  struct {
+    const char *guard;
+    bool holds;
+  } cases[] = {{"disjoint(x, y)", true},  {"aligned(y, 16)", true}, {"aligned(y, 512)", false},
+               {"len_x == 64", true},     {"disjoint(x, x)", false}, {"n % 4 == 0", true}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ks_variant v = {.source = "", .kernel_name = "axpy_v"};
+    *ks_array_push(&a, &v.requires) = cases[i].guard;
+    ks_launch_cfg lc;
+    bool hold;
+    if (ks_variant_resolve(&ctx, &v, t.kernel, w, &lc, &hold))
+      fail_msg("%s: %s", cases[i].guard, ctx.error);
+    if (hold != cases[i].holds)
+      fail_msg("%s: holds %d", cases[i].guard, hold);
+  }
+  ks_ctx_release(&ctx);
+
+  /* apply makes the same spec again from the file */
+  ks_spec spec;
+  ks_ctx_init(&ctx, "test");
+  assert_int_equal(ks_capture_spec(&ctx, &cp, &scan, t.kernel, &a, &spec), 0);
+  assert_int_equal(spec.buffers.len, 2);
+  assert_string_equal(spec.buffers.items[1].length, "n");
+  assert_int_equal(spec.buffers.items[1].role, KS_ROLE_INOUT);
+  ks_ctx_release(&ctx);
+  ks_target_close(&t);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+}
+
+/* scale<float>: two launches, the larger one timed; `in` is read only. */
+static void template_instance(void **state) {
+  (void)state;
+  const char *path = tmp("scale.kscap");
+  cap c;
+  cap_open(&c, path);
+  for (int k = 0; k < 2; k++) {
+    int n = k ? 1000 : 37;
+    float *in = calloc((size_t)n, 4), *out = calloc((size_t)n, 4);
+    for (int i = 0; i < n; i++)
+      in[i] = (float)i, out[i] = 3.0f * (float)i;
+    unsigned long long bi = blob(&c, in, (size_t)n * 4), bo0 = blob(&c, in, (size_t)n * 4),
+                       bo1 = blob(&c, out, (size_t)n * 4);
+    ks_capture_launch l = {.kernel = "_Z5scaleIfEvPKT_PS0_S0_i", .launch = (unsigned)k,
+                           .grid = {(unsigned)(n + 127) / 128, 1, 1}, .block = {128, 1, 1},
+                           .device = 0, .api = "cuLaunchKernel",
+                           .bytes_needed = (unsigned long long)n * 8};
+    ptr(&c, &l, 0x10000ull * (k + 1), (unsigned long long)n * 4, 0, bi, bi);
+    ptr(&c, &l, 0x10000ull * (k + 1) + 0x8000, (unsigned long long)n * 4, 0, bo0, bo1);
+    float s = 3;
+    scalar(&c, &l, &s, 4);
+    scalar(&c, &l, &n, 4);
+    assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &l), 0);
+    free(in);
+    free(out);
+  }
+  cap_close(&c);
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "scale", &cp, &a, &t, 0);
+  assert_string_equal(t.capture_instance, "float");
+  assert_string_equal(t.subject.name_expression, "scale<float>");
+  assert_int_equal(t.nworkloads, 2);
+  assert_false(t.workloads[0].timed);
+  assert_true(t.workloads[1].timed);
+  assert_string_equal(t.workloads[1].size_name, "capture1");
+  assert_int_equal(t.workloads[1].buffers.len, 2);
+  assert_int_equal(t.workloads[1].buffers.items[0].role, KS_ROLE_IN);
+  assert_int_equal(t.workloads[1].buffers.items[1].role, KS_ROLE_INOUT);
+  assert_int_equal(t.workloads[1].buffers.items[1].count, 1000);
+  assert_string_equal(t.spec.buffers.items[0].length, "n");
+  ks_target_close(&t);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+}
+
+/* gather: a launch over the limit and one with a parameter missing are left
+ * out; idx is an i32 input used as captured; with lengths that no scalar
+ * gives, len_src is unknown and a guard that needs it fails. */
+static void unusable_launches(void **state) {
+  (void)state;
+  const char *path = tmp("gather.kscap");
+  cap c;
+  cap_open(&c, path);
+  float src[50];
+  int idx[10];
+  float dst[10] = {0};
+  for (int i = 0; i < 50; i++)
+    src[i] = (float)i;
+  for (int i = 0; i < 10; i++)
+    idx[i] = (i * 7) % 50;
+  unsigned long long bs = blob(&c, src, sizeof src), bi = blob(&c, idx, sizeof idx),
+                     bd = blob(&c, dst, sizeof dst);
+  int n = 10;
+  ks_capture_launch over = {.kernel = "_Z6gatherPKfPKiPfi", .grid = {1, 1, 1},
+                            .block = {256, 1, 1}, .api = "cuLaunchKernel", .over_limit = true};
+  ks_capture_launch shortl = over, ok = over;
+  over.launch = 0;
+  ptr(&c, &over, 0x1000, sizeof src, 0, 0, 0);
+  ptr(&c, &over, 0x2000, sizeof idx, 0, 0, 0);
+  ptr(&c, &over, 0x3000, sizeof dst, 0, 0, 0);
+  scalar(&c, &over, &n, 4);
+  shortl.over_limit = false;
+  shortl.launch = 1;
+  ptr(&c, &shortl, 0x1000, sizeof src, 0, bs, bs);
+  ok.over_limit = false;
+  ok.launch = 2;
+  ptr(&c, &ok, 0x1000, sizeof src, 0, bs, bs);
+  ptr(&c, &ok, 0x2000, sizeof idx, 0, bi, bi);
+  ptr(&c, &ok, 0x3000, sizeof dst, 0, bd, bd);
+  scalar(&c, &ok, &n, 4);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &over), 0);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &shortl), 0);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &ok), 0);
+  cap_close(&c);
+
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "gather", &cp, &a, &t, 0);
+  assert_int_equal(t.nworkloads, 1);
+  const ks_workload *w = &t.workloads[0];
+  assert_string_equal(w->size_name, "capture2");
+  assert_int_equal(w->buffers.items[1].dtype, KS_DT_I32);
+  assert_int_equal(w->buffers.items[1].role, KS_ROLE_IN);
+  unsigned long long len;
+  assert_false(ks_warg_length(w, &w->args.items[0], &len)); /* 50 floats: no scalar says */
+  assert_true(ks_warg_length(w, &w->args.items[1], &len));
+  assert_int_equal(len, 10);
+  assert_null(t.spec.buffers.items[0].length);
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  ks_variant v = {.source = "", .kernel_name = "gather_v"};
+  *ks_array_push(&a, &v.requires) = "len_src % 4 == 0";
+  ks_launch_cfg lc;
+  bool hold;
+  assert_int_equal(ks_variant_resolve(&ctx, &v, t.kernel, w, &lc, &hold), -1);
+  assert_non_null(strstr(ctx.error, "len_src"));
+  ks_ctx_release(&ctx);
+  ks_target_close(&t);
+
+  /* this capture holds no launch of axpy, which has no spec either */
+  ks_ctx_init(&ctx, "test");
+  assert_int_equal(
+      ks_target_open_captured(&ctx, &opts, &scan, kernel("axpy"), &cp, false, &a, &t), -1);
+  assert_non_null(strstr(ctx.error, "kernelsmith-cc profile --capture axpy"));
+  ks_target_close(&t);
+  ks_ctx_release(&ctx);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+}
+
+/* Without a capture, a kernel with no spec is told both ways to get one. */
+static void neither(void **state) {
+  (void)state;
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  assert_int_equal(ks_target_open_kernel(&ctx, &opts, &scan, kernel("gather"), &a, &t), -1);
+  assert_non_null(strstr(ctx.error, "has no spec"));
+  assert_non_null(strstr(ctx.error, "profile --capture gather"));
+  ks_target_close(&t);
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(shared_allocation),
+      cmocka_unit_test(template_instance),
+      cmocka_unit_test(unusable_launches),
+      cmocka_unit_test(neither),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
