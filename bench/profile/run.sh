@@ -24,7 +24,8 @@ out=${KS_RESULTS:-bench/results}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-apps=(saxpy gelu reduce_sum softmax layernorm transpose sgemm stencil2d histogram prefix_sum spmv_csr gemv)
+# KS_PROFILE_APPS="" skips the per-app part (the pipeline and long run still go).
+apps=(${KS_PROFILE_APPS-saxpy gelu reduce_sum softmax layernorm transpose sgemm stencil2d histogram prefix_sum spmv_csr gemv})
 cp -r testdata/apps "$tmp/apps"
 make -s -C "$tmp/apps" NVCC="$nvcc" -j"$(nproc)" >"$tmp/build.log" 2>&1 || { tail "$tmp/build.log"; exit 1; }
 
@@ -78,9 +79,78 @@ PY
 import json,sys; r=json.loads(sys.argv[1])
 print(f\"{r['app']:<11} {r['kernel'][:28]:<28} {r['app_ms']:10.4f} {r['profile_mean_ms']:10.4f} {r['diff_percent']:6.1f}% {r['plain_s']:9.2f} {r['profile_s']:9.2f} {r['overhead_percent']:7.1f}%\")" "$line"
 done
+
+# One application with several kernels (bench/profile/pipeline.cu): each
+# kernel's mean in the profile against the app's own event timing.
+"$nvcc" -O3 -arch=sm_90 -o "$tmp/pipeline" bench/profile/pipeline.cu || exit 1
+(cd "$tmp" && "$bin" -q profile -o "$tmp/pipeline.json" -- ./pipeline 200 26) \
+  >"$tmp/pipeline.out" 2>"$tmp/pipeline.err"
+multi=$(python3 - "$tmp/pipeline.out" "$tmp/pipeline.json" <<'PY'
+import json, re, sys
+out, prof = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+rows = []
+for m in re.finditer(r"^pipeline: kernel (\S+) mean ([0-9.]+) ms", out, re.M):
+    name, app_ms = m.group(1), float(m.group(2))
+    k = next((k for k in prof["kernels"] if k.get("demangled", "").startswith(name + "(")), None)
+    pm = k["mean_ms"] if k else 0.0
+    rows.append({"kernel": name, "app_ms": app_ms, "profile_mean_ms": pm,
+                 "share": k["share"] if k else 0.0, "launches": k["launches"] if k else 0,
+                 "mapped": bool(k and k.get("source")),
+                 "diff_percent": (pm - app_ms) / app_ms * 100 if app_ms else 0.0})
+print(json.dumps(rows))
+PY
+)
+echo
+echo "pipeline (4 kernels, 200 iterations, 2^26 elements):"
+python3 -c "
+import json,sys
+for r in json.loads(sys.argv[1]):
+    print(f\"  {r['kernel']:<16} app {r['app_ms']:8.4f} ms  profile {r['profile_mean_ms']:8.4f} ms  {r['diff_percent']:6.1f}%  share {100*r['share']:5.1f}%  launches {r['launches']}  mapped {r['mapped']}\")" "$multi"
+
+# Overhead on a long run, split into the fixed cost of loading CUPTI and
+# the cost per launch: the pipeline run with 1 iteration (start-up alone)
+# and with many (about 20 s), each plain and under the injection library,
+# medians of three.
+runp() { # iterations [inject] -> seconds
+  local t0 t1
+  t0=$(date +%s.%N)
+  if [ -n "${2:-}" ]; then
+    (cd "$tmp" && CUDA_INJECTION64_PATH=$lib KERNELSMITH_PROFILE_OUT=$tmp/long.jsonl \
+      ./pipeline "$1" 24) >/dev/null 2>&1
+  else
+    (cd "$tmp" && ./pipeline "$1" 24) >/dev/null 2>&1
+  fi
+  t1=$(date +%s.%N)
+  python3 -c "print($t1 - $t0)"
+}
+long_iters=${KS_LONG_ITERATIONS:-40000}
+s0=(); s1=(); l0=(); l1=()
+for r in 1 2 3; do
+  s0+=("$(runp 1)"); s1+=("$(runp 1 inject)")
+  l0+=("$(runp "$long_iters")"); l1+=("$(runp "$long_iters" inject)")
+done
+overhead=$(python3 - "$long_iters" "${s0[*]}" "${s1[*]}" "${l0[*]}" "${l1[*]}" <<'PY'
+import json, statistics as st, sys
+it = int(sys.argv[1])
+s0, s1, l0, l1 = (st.median(map(float, a.split())) for a in sys.argv[2:6])
+launches = 4 * it
+startup = s1 - s0
+per_launch_us = ((l1 - l0) - startup) / launches * 1e6
+print(json.dumps({"iterations": it, "launches": launches, "plain_short_s": s0,
+                  "profile_short_s": s1, "startup_s": startup, "plain_long_s": l0,
+                  "profile_long_s": l1, "overhead_percent": (l1 - l0) / l0 * 100,
+                  "per_launch_us": per_launch_us,
+                  "per_launch_percent_of_run": ((l1 - l0) - startup) / l0 * 100}))
+PY
+)
+python3 -c "
+import json,sys; o=json.loads(sys.argv[1])
+print(f\"long run: {o['launches']} launches, plain {o['plain_long_s']:.2f} s, profiled {o['profile_long_s']:.2f} s: overhead {o['overhead_percent']:.2f}%\")
+print(f\"  start-up (1 iteration): {o['startup_s']:.3f} s; per launch: {o['per_launch_us']:.2f} us ({o['per_launch_percent_of_run']:.2f}% of the run)\")" "$overhead"
+
 dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 label=$(echo "${dev:-gpu}" | sed 's/NVIDIA //; s/ /-/g' | tr 'A-Z' 'a-z')
 mkdir -p "$out"
-echo "{\"device\": \"$dev\", \"date\": \"$(date +%F)\", \"command\": \"bench/profile/run.sh\", \"apps\": [${rows%,}]}" \
+echo "{\"device\": \"$dev\", \"date\": \"$(date +%F)\", \"command\": \"bench/profile/run.sh\", \"apps\": [${rows%,}], \"pipeline\": $multi, \"long_run\": $overhead}" \
   | python3 -m json.tool >"$out/profile-$label-$(date +%F).json"
 echo "wrote $out/profile-$label-$(date +%F).json"
