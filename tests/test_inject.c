@@ -217,6 +217,7 @@ typedef struct fake_func {
   const char *name;
   size_t nparams;
   size_t offsets[8], sizes[8];
+  const struct fake_func *function; /* set: a CUkernel handle, this its function */
 } fake_func;
 
 static struct {
@@ -233,13 +234,27 @@ static int fake_alloc_of(CUdeviceptr p) {
   return -1;
 }
 
+/* As the driver does, a CUkernel passed where a CUfunction is expected is
+ * an invalid handle. */
 FAKE_API CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction f) {
+  if (((const fake_func *)(void *)f)->function)
+    return CUDA_ERROR_INVALID_HANDLE;
   *name = ((const fake_func *)(void *)f)->name;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuKernelGetFunction(CUfunction *out, CUkernel k) {
+  const fake_func *ff = (const fake_func *)(void *)k;
+  if (!ff->function)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *out = (CUfunction)(void *)ff->function;
   return CUDA_SUCCESS;
 }
 
 FAKE_API CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t i, size_t *offset, size_t *size) {
   const fake_func *ff = (const fake_func *)(void *)f;
+  if (ff->function)
+    return CUDA_ERROR_INVALID_HANDLE;
   if (i >= ff->nparams)
     return CUDA_ERROR_INVALID_VALUE;
   *offset = ff->offsets[i];
@@ -313,7 +328,9 @@ static void capture_scenario(void) {
   for (int i = 0; i < 16; i++)
     managed[i] = i;
 
-  fake_func axpy = {"_Z4axpyPfS_fi", 4, {0, 8, 16, 20}, {8, 8, 4, 4}};
+  /* launched as the runtime does, through a CUkernel handle */
+  fake_func axpy_fn = {"_Z4axpyPfS_fi", 4, {0, 8, 16, 20}, {8, 8, 4, 4}, NULL};
+  fake_func axpy = {"(a CUkernel)", 0, {0}, {0}, &axpy_fn};
   CUdeviceptr x = (CUdeviceptr)(uintptr_t)xy, y = (CUdeviceptr)(uintptr_t)(xy + 64);
   float a = 2.0f;
   int n = 64;
@@ -327,7 +344,7 @@ static void capture_scenario(void) {
     launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 100 + k, &p);
   }
 
-  fake_func scale = {"scale_c", 3, {0, 8, 16}, {8, 4, 8}};
+  fake_func scale = {"scale_c", 3, {0, 8, 16}, {8, 4, 8}, NULL};
   CUdeviceptr mp = (CUdeviceptr)(uintptr_t)(managed + 4);
   int m = 12;
   double s = 0.5;
@@ -343,12 +360,12 @@ static void capture_scenario(void) {
     managed[i] *= s;
   launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_API_EXIT, 200, &pe);
 
-  fake_func other = {"_Z5otherv", 0, {0}, {0}};
+  fake_func other = {"_Z5otherv", 0, {0}, {0}, NULL};
   cuLaunchKernel_params po = {(CUfunction)(void *)&other, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL};
   launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 300, &po);
   launch_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 300, &po);
 
-  fake_func bigf = {"_Z3bigPf", 1, {0}, {8}};
+  fake_func bigf = {"_Z3bigPf", 1, {0}, {8}, NULL};
   CUdeviceptr bp = (CUdeviceptr)(uintptr_t)big;
   void *big_args[] = {&bp};
   cuLaunchKernel_params pb = {(CUfunction)(void *)&bigf, 1, 1, 1, 1, 1, 1, 0, NULL, big_args, NULL};

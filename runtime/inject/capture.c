@@ -32,6 +32,7 @@
 
 typedef struct driver {
   CUresult (*get_name)(const char **, CUfunction);
+  CUresult (*kernel_function)(CUfunction *, CUkernel); /* may be NULL */
   CUresult (*param_info)(CUfunction, size_t, size_t *, size_t *);
   CUresult (*pointer_attr)(void *, CUpointer_attribute, CUdeviceptr);
   CUresult (*address_range)(CUdeviceptr *, size_t *, CUdeviceptr);
@@ -56,6 +57,7 @@ static struct {
     uint64_t seen;
   } kernels[MAX_KERNELS];
   size_t nkernels;
+  int trace;              /* KERNELSMITH_INJECT_TRACE=1: decisions on stderr */
   driver cu;
 } cap = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .next_blob = 1};
 
@@ -120,6 +122,7 @@ void ksrt_capture_init(void) {
   driver *cu = &cap.cu;
   *(void **)&cu->get_name = lookup(h, "cuFuncGetName");
   *(void **)&cu->param_info = lookup(h, "cuFuncGetParamInfo");
+  *(void **)&cu->kernel_function = lookup(h, "cuKernelGetFunction");
   *(void **)&cu->pointer_attr = lookup(h, "cuPointerGetAttribute");
   *(void **)&cu->address_range = lookup(h, "cuMemGetAddressRange_v2");
   *(void **)&cu->copy_dtoh = lookup(h, "cuMemcpyDtoH_v2");
@@ -149,6 +152,8 @@ void ksrt_capture_init(void) {
   cap.per_kernel = env_u64("KERNELSMITH_CAPTURE_LAUNCHES", 1);
   cap.limit = env_u64("KERNELSMITH_CAPTURE_LIMIT", (uint64_t)1 << 30);
   cap.pid = getpid();
+  const char *trace = getenv("KERNELSMITH_INJECT_TRACE");
+  cap.trace = trace && *trace == '1';
   if (!cap.wanted) {
     close(fd);
     return;
@@ -218,6 +223,10 @@ static int chosen(const char *name, uint64_t *index) {
     }
   }
   int match = ksrt_cap_name_matches(cap.wanted, name, demangled);
+  if (cap.trace)
+    fprintf(stderr, "kernelsmith-inject: trace: capture: %s (%s): %s\n", name,
+            demangled ? demangled : cap.cu.demangle ? "not demangled" : "no __cxa_demangle",
+            match ? "chosen" : "not chosen");
   free(demangled);
   if (!match)
     return 0;
@@ -420,8 +429,21 @@ static void on_enter(uint32_t cbid, const CUpti_CallbackData *cb) {
   if (launch_args_of(cbid, cb->functionParams, &a))
     return;
   const char *name = NULL;
-  if (cap.cu.get_name(&name, a.f) != CUDA_SUCCESS || !name)
+  CUresult nr = cap.cu.get_name(&name, a.f);
+  /* The runtime (CUDA 12 on) launches through context-independent
+   * CUkernel handles passed as CUfunction: the function of this context
+   * has the name and the parameter layout. */
+  CUfunction fn;
+  if (nr == CUDA_ERROR_INVALID_HANDLE && cap.cu.kernel_function &&
+      cap.cu.kernel_function(&fn, (CUkernel)(void *)a.f) == CUDA_SUCCESS) {
+    a.f = fn;
+    nr = cap.cu.get_name(&name, a.f);
+  }
+  if (nr != CUDA_SUCCESS || !name) {
+    if (cap.trace)
+      fprintf(stderr, "kernelsmith-inject: trace: capture: cuFuncGetName: %s\n", cu_error(nr));
     return;
+  }
   uint64_t index;
   if (!chosen(name, &index))
     return;
@@ -477,6 +499,10 @@ static void on_exit_(const CUpti_CallbackData *cb) {
                       : r != CUDA_SUCCESS ? "the launch failed: no snapshot after it"
                                           : NULL;
   }
+  if (cap.trace)
+    fprintf(stderr, "kernelsmith-inject: trace: capture: %s launch %llu: %zu parameters, %zu "
+                    "allocations, %s\n", p->name, (unsigned long long)p->l.launch, p->l.nparams,
+            p->nallocs, p->l.error ? p->l.error : "ok");
   ksrt_jbuf json = KSRT_JBUF_INIT;
   if (ksrt_cap_launch_json(&json, &p->l) == 0) {
     pthread_mutex_lock(&cap.lock);

@@ -18,6 +18,7 @@
 #include <cupti.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -58,6 +59,7 @@ static struct {
   int stopping;                /* atexit has begun: the flusher thread must not flush */
   _Atomic uint64_t *api_slots; /* (correlation id << 8) | API_* */
   CUpti_SubscriberHandle subscriber;
+  bool trace;                  /* KERNELSMITH_INJECT_TRACE=1 */
 } g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
@@ -152,6 +154,10 @@ static const char *api_name(uint32_t correlation) {
 static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
                                CUpti_CallbackId cbid, const void *data) {
   const CUpti_CallbackData *cb = data;
+  if (g.trace && cb->callbackSite == CUPTI_API_ENTER)
+    fprintf(stderr, "kernelsmith-inject: trace: %s %u %s\n",
+            domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver" : "runtime", (unsigned)cbid,
+            cb->functionName ? cb->functionName : "?");
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
     ksrt_capture_on_driver(cbid, cb);
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -215,6 +221,13 @@ static CUptiResult watch_launches(void) {
     (void)cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i]);
   for (size_t i = 0; i < sizeof driver_launches / sizeof *driver_launches; i++)
     (void)cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i]);
+  /* KERNELSMITH_INJECT_TRACE=1: every driver call named on stderr (which
+   * entry points a runtime's launches go through). */
+  const char *trace = getenv("KERNELSMITH_INJECT_TRACE");
+  if (trace && *trace == '1') {
+    g.trace = true;
+    (void)cuptiEnableDomain(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+  }
   return CUPTI_SUCCESS;
 }
 
