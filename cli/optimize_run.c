@@ -80,9 +80,12 @@ static int replay_captures(ks_ctx *ctx, ks_judge *judge, kjob *kj, ks_arena *a) 
       lost_timed |= wl->timed;
       continue;
     }
-    ks_info(ctx, "%s: captured %s replayed %s (%zu output%s, %.1f MiB)", t->subject.kernel,
-            wl->size_name, r.bit_for_bit ? "bit for bit" : "within tolerance", r.compared,
-            r.compared == 1 ? "" : "s", (double)output_bytes(wl) / (1 << 20));
+    /* Said by default: it is what makes a captured input trustworthy. */
+    if (ctx->verbosity >= KS_LOG_WARN)
+      fprintf(stderr, "%s: %s: captured %s replayed %s (%zu output%s, %.1f MiB)\n", ctx->prog,
+              t->subject.kernel, wl->size_name,
+              r.bit_for_bit ? "bit for bit" : "within tolerance", r.compared,
+              r.compared == 1 ? "" : "s", (double)output_bytes(wl) / (1 << 20));
     t->workloads[keep++] = *wl;
   }
   t->ncaptured -= t->nworkloads - keep;

@@ -30,6 +30,17 @@ trap 'rm -rf "$tmp"' EXIT
 replay_apps=(${KS_REPLAY_APPS-saxpy gelu reduce_sum softmax layernorm transpose sgemm stencil2d histogram prefix_sum spmv_csr gemv})
 opt_apps=(${KS_OPT_APPS-softmax stencil2d gelu})
 
+dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+label=$(echo "${dev:-gpu}" | sed 's/NVIDIA //; s/ /-/g' | tr 'A-Z' 'a-z')
+mkdir -p "$out"
+replay_rows=""
+opt_rows=""
+# Written after every app, so that a run cut short keeps what it measured.
+write_json() {
+  echo "{\"device\": \"$dev\", \"date\": \"$(date +%F)\", \"command\": \"bench/capture/run.sh\", \"replay\": [${replay_rows%,}], \"from_capture\": [${opt_rows%,}]}" \
+    | python3 -m json.tool >"$out/capture-$label-$(date +%F).json"
+}
+
 cp -r testdata/apps "$tmp/apps"
 rm -rf "$tmp/apps/expected"
 make -s -C "$tmp/apps" NVCC="$nvcc" -j"$(nproc)" >"$tmp/build.log" 2>&1 || { tail "$tmp/build.log"; exit 1; }
@@ -39,7 +50,6 @@ kernels_of() { # app -> the kernels its own timing line names, comma-separated
 }
 
 # ---- 1. replay ----------------------------------------------------------
-replay_rows=""
 printf '%-11s %-26s %9s %-30s\n' app kernel "MiB" replay
 for app in "${replay_apps[@]}"; do
   d=$tmp/apps/$app
@@ -65,6 +75,7 @@ print(json.dumps({"app": app, "kernels": ks, "profile_rc": int(prc), "replay_rc"
 PY
 )
   replay_rows="$replay_rows$line,"
+  write_json
   python3 -c "
 import json,sys; r=json.loads(sys.argv[1])
 print(f\"{r['app']:<11} {r['kernels'][:26]:<26} {r['capture_mib']:9.1f} {r['verdict']} ({r['bit_for_bit']} bit for bit, {r['within_tolerance']} within tolerance, {r['differs']} differ of {r['outputs']} outputs)\")" "$line"
@@ -73,7 +84,6 @@ print(f\"{r['app']:<11} {r['kernels'][:26]:<26} {r['capture_mib']:9.1f} {r['verd
 done
 
 # ---- 2. optimize from a capture alone -----------------------------------
-opt_rows=""
 echo
 printf '%-11s %-22s %-8s %8s %8s %9s %9s %8s %s\n' app kernel spec search verdict "orig ms" "patched" speedup check
 for app in "${opt_apps[@]}"; do
@@ -136,6 +146,7 @@ print(json.dumps({"app": app, "kernel": ks, "spec_found": int(spec_rc) == 0,
 PY
 )
   opt_rows="$opt_rows$line,"
+  write_json
   python3 -c "
 import json,sys; r=json.loads(sys.argv[1])
 print(f\"{r['app']:<11} {r['kernel'][:22]:<22} {'yes' if r['spec_found'] else 'none':<8} {r['search_speedup']:7.2f}x {str(r['verdict'])[:8]:>8} {r['orig_ms']:9.4f} {r['patched_ms']:9.4f} {r['app_speedup']:7.2f}x {'PASS' if r['check_after'] else 'FAIL'} (patched {r['patched']}, replayed {r['replayed']})\")" "$line"
@@ -148,11 +159,7 @@ print(f\"{r['app']:<11} {r['kernel'][:22]:<22} {'yes' if r['spec_found'] else 'n
   rm -rf "$repo"/*.kscap "$repo/.kernelsmith/cache"
 done
 
-dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-label=$(echo "${dev:-gpu}" | sed 's/NVIDIA //; s/ /-/g' | tr 'A-Z' 'a-z')
-mkdir -p "$out"
-echo "{\"device\": \"$dev\", \"date\": \"$(date +%F)\", \"command\": \"bench/capture/run.sh\", \"replay\": [${replay_rows%,}], \"from_capture\": [${opt_rows%,}]}" \
-  | python3 -m json.tool >"$out/capture-$label-$(date +%F).json"
+write_json
 echo "wrote $out/capture-$label-$(date +%F).json"
 if [ -n "${KS_KEEP_LOGS:-}" ]; then
   mkdir -p "$KS_KEEP_LOGS" && cp "$tmp"/*.optimize.log "$tmp"/*.patch "$KS_KEEP_LOGS"/ 2>/dev/null
