@@ -82,7 +82,8 @@ done
 
 # One application with several kernels (bench/profile/pipeline.cu): each
 # kernel's mean in the profile against the app's own event timing.
-"$nvcc" -O3 -arch=sm_90 -o "$tmp/pipeline" bench/profile/pipeline.cu || exit 1
+cp bench/profile/pipeline.cu "$tmp/" # the profile maps names to the sources in its directory
+"$nvcc" -O3 -arch=sm_90 -o "$tmp/pipeline" "$tmp/pipeline.cu" || exit 1
 (cd "$tmp" && "$bin" -q profile -o "$tmp/pipeline.json" -- ./pipeline 200 26) \
   >"$tmp/pipeline.out" 2>"$tmp/pipeline.err"
 multi=$(python3 - "$tmp/pipeline.out" "$tmp/pipeline.json" <<'PY'
