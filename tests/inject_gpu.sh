@@ -13,7 +13,9 @@
 # cuLaunchKernel and cuLaunchKernelEx: "api":"driver" and the launch's
 # dimensions and dynamic shared memory; then the same program killed with
 # SIGKILL 2.5 s after its kernels: the periodic flush has already put them in
-# the file, and there is no end line.
+# the file, and there is no end line. Then capture: the driver-API program's
+# launch and saxpy built with the shared runtime, each capture file read
+# back (records, CRCs, parameters, snapshots before and after).
 # Exits 77 (skipped) where there is no NVIDIA GPU.
 set -u
 lib=$1 saxpy=$2
@@ -160,5 +162,60 @@ ks = [r for r in rows if r["type"] == "kernel" and r["name"] == "ks_driver_kerne
 assert len(ks) == 2, f"{len(ks)} kernel lines survived the crash"
 print("crash: the kernels were in the file before SIGKILL, no end line")
 EOF
+# --- capture on the GPU: the driver-API program (CUfunction handles) and
+# saxpy built with the shared runtime (CUkernel handles), each launch's
+# parameters, allocations and snapshots checked in the file ---
+cat >"$work/cap_check.py" <<'EOF'
+import json, struct, sys, zlib
+path, kernel, nparams, npointers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+data = open(path, "rb").read()
+assert data[:8] == b"KSCAP\0\1\0", "magic"
+at, launches, blobs, end = 8, [], {}, False
+while at < len(data):
+    t, _, n = struct.unpack_from("<IIQ", data, at)
+    payload = data[at + 16:at + 16 + n]
+    (crc,) = struct.unpack_from("<I", data, at + 16 + n)
+    assert crc == zlib.crc32(payload), f"crc at {at}"
+    if t == 1:
+        launches.append(json.loads(payload))
+    elif t == 2:
+        blobs[struct.unpack_from("<Q", payload)[0]] = len(payload) - 8
+    elif t == 3:
+        end = True
+    at += 16 + n + 4
+assert end, "no end record"
+ls = [l for l in launches if kernel in l["kernel"]]
+assert ls, f"no launch of {kernel} in {[l['kernel'] for l in launches]}"
+l = ls[0]
+assert len(l["params"]) == nparams, l["params"]
+ptrs = [p for p in l["params"] if p["kind"] == "pointer"]
+assert len(ptrs) == npointers, ptrs
+for p in ptrs:
+    assert p["before"] and p["after"], p
+    assert blobs[p["before"]] == p["alloc_size"] == blobs[p["after"]], (p, blobs)
+print(f"capture: {kernel}: {len(ls)} launch, {nparams} parameters, {npointers} pointers with "
+      f"snapshots before and after ({sum(p['alloc_size'] for p in ptrs)} bytes)")
+EOF
+rm -f "$work/drv.kscap"
+CUDA_INJECTION64_PATH=$lib KERNELSMITH_PROFILE_OUT=$work/drv2.jsonl KERNELSMITH_CAPTURE=ks_driver_kernel \
+  KERNELSMITH_CAPTURE_OUT=$work/drv.kscap "$work/drv" >/dev/null 2>"$work/drv.cap.err" || fail=1
+python3 "$work/cap_check.py" "$work/drv.kscap" ks_driver_kernel 1 1 || { cat "$work/drv.cap.err"; fail=1; }
+saxpy_src=$(dirname "$0")/../testdata/apps/saxpy/saxpy.cu
+if "$nvcc" -O3 -arch=sm_90 -std=c++17 -cudart shared -o "$work/saxpy_shared" "$saxpy_src"; then
+  CUDA_INJECTION64_PATH=$lib KERNELSMITH_PROFILE_OUT=$work/shared.jsonl KERNELSMITH_CAPTURE=saxpy_kernel \
+    KERNELSMITH_CAPTURE_OUT=$work/shared.kscap "$work/saxpy_shared" 1000 >/dev/null 2>"$work/shared.err" || fail=1
+  python3 - "$work/shared.jsonl" <<'EOF' || fail=1
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+ks = [r for r in rows if r["type"] == "kernel" and "saxpy_kernel" in r["name"]]
+assert ks and all(k["api"] == "runtime" for k in ks), ks
+print(f"shared runtime: {len(ks)} saxpy_kernel lines, api runtime")
+EOF
+  python3 "$work/cap_check.py" "$work/shared.kscap" saxpy_kernel 4 2 || { cat "$work/shared.err"; fail=1; }
+else
+  echo "FAIL: nvcc could not build saxpy with the shared runtime"
+  fail=1
+fi
+
 [ $fail = 0 ] && echo "inject_gpu: OK"
 exit $fail
