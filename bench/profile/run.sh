@@ -110,13 +110,15 @@ for r in json.loads(sys.argv[1]):
 
 # Overhead on a long run, split into the fixed cost of loading CUPTI and
 # the cost per launch: the pipeline run with 1 iteration (start-up alone)
-# and with many (about 20 s), each plain and under the injection library,
-# medians of three.
+# and with many (about 6 s), each plain and under the injection library,
+# medians of three; the long one also with the library's launch callbacks
+# off (KERNELSMITH_INJECT_CALLBACKS=0), CUPTI's kernel records alone.
 runp() { # iterations [inject] -> seconds
   local t0 t1
   t0=$(date +%s.%N)
   if [ -n "${2:-}" ]; then
     (cd "$tmp" && CUDA_INJECTION64_PATH=$lib KERNELSMITH_PROFILE_OUT=$tmp/long.jsonl \
+      KERNELSMITH_INJECT_CALLBACKS=$([ "$2" = nocb ] && echo 0 || echo 1) \
       ./pipeline "$1" 24) >/dev/null 2>&1
   else
     (cd "$tmp" && ./pipeline "$1" 24) >/dev/null 2>&1
@@ -125,15 +127,16 @@ runp() { # iterations [inject] -> seconds
   python3 -c "print($t1 - $t0)"
 }
 long_iters=${KS_LONG_ITERATIONS:-40000}
-s0=(); s1=(); l0=(); l1=()
+s0=(); s1=(); l0=(); l1=(); l2=()
 for r in 1 2 3; do
   s0+=("$(runp 1)"); s1+=("$(runp 1 inject)")
   l0+=("$(runp "$long_iters")"); l1+=("$(runp "$long_iters" inject)")
+  l2+=("$(runp "$long_iters" nocb)")
 done
-overhead=$(python3 - "$long_iters" "${s0[*]}" "${s1[*]}" "${l0[*]}" "${l1[*]}" <<'PY'
+overhead=$(python3 - "$long_iters" "${s0[*]}" "${s1[*]}" "${l0[*]}" "${l1[*]}" "${l2[*]}" <<'PY'
 import json, statistics as st, sys
 it = int(sys.argv[1])
-s0, s1, l0, l1 = (st.median(map(float, a.split())) for a in sys.argv[2:6])
+s0, s1, l0, l1, l2 = (st.median(map(float, a.split())) for a in sys.argv[2:7])
 launches = 4 * it
 startup = s1 - s0
 per_launch_us = ((l1 - l0) - startup) / launches * 1e6
@@ -141,13 +144,16 @@ print(json.dumps({"iterations": it, "launches": launches, "plain_short_s": s0,
                   "profile_short_s": s1, "startup_s": startup, "plain_long_s": l0,
                   "profile_long_s": l1, "overhead_percent": (l1 - l0) / l0 * 100,
                   "per_launch_us": per_launch_us,
-                  "per_launch_percent_of_run": ((l1 - l0) - startup) / l0 * 100}))
+                  "per_launch_percent_of_run": ((l1 - l0) - startup) / l0 * 100,
+                  "profile_no_callbacks_long_s": l2,
+                  "overhead_no_callbacks_percent": (l2 - l0) / l0 * 100}))
 PY
 )
 python3 -c "
 import json,sys; o=json.loads(sys.argv[1])
 print(f\"long run: {o['launches']} launches, plain {o['plain_long_s']:.2f} s, profiled {o['profile_long_s']:.2f} s: overhead {o['overhead_percent']:.2f}%\")
-print(f\"  start-up (1 iteration): {o['startup_s']:.3f} s; per launch: {o['per_launch_us']:.2f} us ({o['per_launch_percent_of_run']:.2f}% of the run)\")" "$overhead"
+print(f\"  start-up (1 iteration): {o['startup_s']:.3f} s; per launch: {o['per_launch_us']:.2f} us ({o['per_launch_percent_of_run']:.2f}% of the run)\")
+print(f\"  kernel records alone (no launch callbacks): {o['profile_no_callbacks_long_s']:.2f} s: overhead {o['overhead_no_callbacks_percent']:.2f}%\")" "$overhead"
 
 dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 label=$(echo "${dev:-gpu}" | sed 's/NVIDIA //; s/ /-/g' | tr 'A-Z' 'a-z')
