@@ -76,6 +76,61 @@ static void print_output(ks_arena *a, const ks_workload *w, const ks_output_chec
            o->capture_got);
 }
 
+/* Replays every captured launch of one instance of `k`; counts into
+ * *replayed and *failed. -1 only when the tool cannot go on. */
+static int replay_target(ks_ctx *ctx, ks_source_args *src, const ks_scan *scan,
+                         const ks_kernel *k, ks_capture *cap, const char *instance,
+                         const ks_judge_options *jo, ks_judge *judge, bool *judge_open,
+                         ks_arena *arena, size_t *replayed, size_t *failed) {
+  ks_target t;
+  const char *label = instance ? ks_arena_printf(arena, "%s<%s>", k->qualified_name, instance)
+                               : k->qualified_name;
+  if (ks_target_open_capture_instance(ctx, &src->scan, scan, k, cap, instance, arena, &t)) {
+    ks_error(ctx, "%s: %s", label, ctx->error);
+    (*failed)++;
+    return 0;
+  }
+  int rc = 0;
+  if (!*judge_open) {
+    if (ks_judge_open(ctx, judge, jo)) {
+      ks_target_close(&t);
+      return -1;
+    }
+    *judge_open = true;
+  }
+  if (ks_judge_prepare(ctx, judge, &t.subject, arena)) {
+    ks_error(ctx, "%s: %s", label, ctx->error);
+    (*failed)++;
+    ks_target_close(&t);
+    return 0;
+  }
+  for (size_t w = 0; w < t.nworkloads; w++) {
+    const ks_workload *wl = &t.workloads[w];
+    ks_replay r;
+    if (ks_judge_replay(ctx, judge, &t.subject, w, arena, &r)) {
+      rc = -1;
+      break;
+    }
+    const ks_launch_cfg *lc = &wl->launch;
+    const char *verdict = r.status != KS_RUN_OK ? "FAILED"
+                          : !r.compared         ? "nothing to compare"
+                          : r.bit_for_bit       ? "reproduced bit for bit"
+                          : r.within_tolerance  ? "reproduced within tolerance"
+                                                : "NOT REPRODUCED";
+    printf("%s %s: grid (%u, %u, %u) block (%u, %u, %u) smem %llu: %s\n", label, wl->size_name,
+           lc->grid[0], lc->grid[1], lc->grid[2], lc->block[0], lc->block[1], lc->block[2],
+           lc->smem, verdict);
+    if (r.status != KS_RUN_OK)
+      printf("    %s\n", r.error ? r.error : "the run failed");
+    for (size_t o = 0; o < r.outputs.len; o++)
+      print_output(arena, wl, &r.outputs.items[o]);
+    (*replayed)++;
+    *failed += r.status != KS_RUN_OK || !r.within_tolerance;
+  }
+  ks_target_close(&t);
+  return rc;
+}
+
 static int run(ks_ctx *ctx, int argc, char **argv) {
   enum { OPT_DEVICE = 256, OPT_CACHE };
   static const struct option opts[] = {
@@ -151,50 +206,25 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
   size_t replayed = 0, failed = 0;
   for (size_t i = 0; i < scan.kernels.len; i++) {
     const ks_kernel *k = &scan.kernels.items[i];
-    size_t *idx;
-    if (!wanted(&names, k) || !ks_capture_launches_of(&arena, &cap, &scan, k, NULL, &idx, NULL))
+    if (!wanted(&names, k))
       continue;
-    ks_target t;
-    if (ks_target_open_captured(ctx, &src.scan, &scan, k, &cap, true, &arena, &t)) {
-      ks_error(ctx, "%s: %s", k->qualified_name, ctx->error);
-      failed++;
-      continue;
+    /* Each template instance captured is a target of its own. */
+    ks_strings instances = {0};
+    for (size_t l = 0; l < cap.launches.len; l++) {
+      const char *targs = NULL;
+      if (ks_profile_match(&arena, cap.launches.items[l].kernel, NULL, &scan.kernels, &targs) !=
+          (long)i)
+        continue;
+      bool seen = false;
+      for (size_t j = 0; j < instances.len && !seen; j++)
+        seen = !strcmp(instances.items[j] ? instances.items[j] : "", targs ? targs : "");
+      if (!seen)
+        *ks_array_push(&arena, &instances) = targs;
     }
-    if (!judge_open) {
-      if (ks_judge_open(ctx, &judge, &jo))
+    for (size_t in = 0; in < instances.len; in++)
+      if (replay_target(ctx, &src, &scan, k, &cap, instances.items[in], &jo, &judge, &judge_open,
+                        &arena, &replayed, &failed))
         goto fail;
-      judge_open = true;
-    }
-    if (ks_judge_prepare(ctx, &judge, &t.subject, &arena)) {
-      ks_error(ctx, "%s: %s", k->qualified_name, ctx->error);
-      failed++;
-      ks_target_close(&t);
-      continue;
-    }
-    for (size_t w = 0; w < t.nworkloads; w++) {
-      const ks_workload *wl = &t.workloads[w];
-      ks_replay r;
-      if (ks_judge_replay(ctx, &judge, &t.subject, w, &arena, &r)) {
-        ks_target_close(&t);
-        goto fail;
-      }
-      const ks_launch_cfg *lc = &wl->launch;
-      const char *verdict = r.status != KS_RUN_OK      ? "FAILED"
-                            : !r.compared              ? "nothing to compare"
-                            : r.bit_for_bit            ? "reproduced bit for bit"
-                            : r.within_tolerance       ? "reproduced within tolerance"
-                                                       : "NOT REPRODUCED";
-      printf("%s %s: grid (%u, %u, %u) block (%u, %u, %u) smem %llu: %s\n", k->qualified_name,
-             wl->size_name, lc->grid[0], lc->grid[1], lc->grid[2], lc->block[0], lc->block[1],
-             lc->block[2], lc->smem, verdict);
-      if (r.status != KS_RUN_OK)
-        printf("    %s\n", r.error ? r.error : "the run failed");
-      for (size_t o = 0; o < r.outputs.len; o++)
-        print_output(&arena, wl, &r.outputs.items[o]);
-      replayed++;
-      failed += r.status != KS_RUN_OK || !r.within_tolerance;
-    }
-    ks_target_close(&t);
   }
   if (!replayed && !failed) {
     ks_fail(ctx, "%s: no captured launch of a kernel under the paths scanned%s", cap.path,

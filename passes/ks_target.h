@@ -55,6 +55,12 @@ int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_sca
 int ks_target_open_captured(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
                             const ks_kernel *k, ks_capture *cap, bool capture_only,
                             ks_arena *arena, ks_target *out);
+/* A kernel from its captured launches alone, of template instance
+ * `instance` ("float, 128"; NULL: the first captured): what replay runs
+ * for each instance a capture holds. */
+int ks_target_open_capture_instance(ks_ctx *ctx, const ks_scan_options *opts,
+                                    const ks_scan *scan, const ks_kernel *k, ks_capture *cap,
+                                    const char *instance, ks_arena *arena, ks_target *out);
 void ks_target_close(ks_target *t);
 
 /* ---- Captured launches (target_capture.c) ----

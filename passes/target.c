@@ -43,12 +43,25 @@ static int slice(ks_ctx *ctx, const ks_scan_options *opts, const ks_kernel *k,
   return 0;
 }
 
+/* The judge's view of a target that is sliced and has its workloads. */
+static void fill_subject(ks_target *t) {
+  const ks_kernel *k = t->kernel;
+  if (!t->site && k->launches.len)
+    t->site = &t->scan.launches.items[k->launches.items[0]];
+  t->subject.kernel = k->qualified_name;
+  t->subject.slice_source = t->slice.source;
+  t->subject.name_expression = t->slice.name_expressions.items[0];
+  t->subject.workloads = t->workloads;
+  t->subject.nworkloads = t->nworkloads;
+}
+
 /* A kernel with no spec, from its captured launches alone. */
 static int open_from_capture(ks_ctx *ctx, const ks_scan_options *opts, const ks_kernel *k,
-                             ks_capture *cap, ks_arena *arena, ks_target *t) {
+                             ks_capture *cap, const char *instance, ks_arena *arena,
+                             ks_target *t) {
   size_t *idx;
   const char *targs;
-  if (!ks_capture_launches_of(arena, cap, &t->scan, k, NULL, &idx, &targs))
+  if (!ks_capture_launches_of(arena, cap, &t->scan, k, instance, &idx, &targs))
     return ks_fail(ctx, "%s:%u: kernel '%s' has no spec and %s holds no launch of it: write a "
                         "spec (docs/spec.md) or capture one with kernelsmith-cc profile "
                         "--capture %s -- YOUR_APP",
@@ -82,7 +95,7 @@ int ks_target_open_captured(ks_ctx *ctx, const ks_scan_options *opts, const ks_s
     return -1;
   if (found > 0 && cap) {
     memset(&t->spec, 0, sizeof t->spec);
-    if (open_from_capture(ctx, opts, k, cap, arena, t))
+    if (open_from_capture(ctx, opts, k, cap, NULL, arena, t))
       return -1;
     goto subject;
   }
@@ -130,13 +143,7 @@ int ks_target_open_captured(ks_ctx *ctx, const ks_scan_options *opts, const ks_s
     return -1;
 
 subject:
-  if (!t->site && k->launches.len)
-    t->site = &t->scan.launches.items[k->launches.items[0]];
-  t->subject.kernel = k->qualified_name;
-  t->subject.slice_source = t->slice.source;
-  t->subject.name_expression = t->slice.name_expressions.items[0];
-  t->subject.workloads = t->workloads;
-  t->subject.nworkloads = t->nworkloads;
+  fill_subject(t);
 
   /* `reference fp64`: the slice's double twin, made here where the slice
    * is; a kernel that has none makes the spec wrong, and says why. */
@@ -153,6 +160,18 @@ subject:
                      t->spec.file, t->spec.line, k->qualified_name, why);
     }
   }
+  return 0;
+}
+
+int ks_target_open_capture_instance(ks_ctx *ctx, const ks_scan_options *opts,
+                                    const ks_scan *scan, const ks_kernel *k, ks_capture *cap,
+                                    const char *instance, ks_arena *arena, ks_target *t) {
+  memset(t, 0, sizeof *t);
+  t->scan = *scan;
+  t->kernel = k;
+  if (open_from_capture(ctx, opts, k, cap, instance, arena, t))
+    return -1;
+  fill_subject(t);
   return 0;
 }
 
