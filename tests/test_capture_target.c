@@ -251,6 +251,22 @@ static void template_instance(void **state) {
     free(in);
     free(out);
   }
+  /* and one launch of another instance, scale<double> */
+  double din[16], dout[16];
+  for (int i = 0; i < 16; i++)
+    din[i] = i, dout[i] = 0.5 * i;
+  unsigned long long di = blob(&c, din, sizeof din), do0 = blob(&c, din, sizeof din),
+                     do1 = blob(&c, dout, sizeof dout);
+  ks_capture_launch ld = {.kernel = "_Z5scaleIdEvPKT_PS0_S0_i", .grid = {1, 1, 1},
+                          .block = {128, 1, 1}, .device = 0, .api = "cuLaunchKernel",
+                          .bytes_needed = 256};
+  ptr(&c, &ld, 0x90000, sizeof din, 0, di, di);
+  ptr(&c, &ld, 0xA0000, sizeof dout, 0, do0, do1);
+  double ds = 0.5;
+  int dn = 16;
+  scalar(&c, &ld, &ds, 8);
+  scalar(&c, &ld, &dn, 4);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &ld), 0);
   cap_close(&c);
   ks_capture cp;
   ks_arena a = KS_ARENA_INIT;
@@ -268,6 +284,20 @@ static void template_instance(void **state) {
   assert_int_equal(t.workloads[1].buffers.items[1].count, 1000);
   assert_string_equal(t.spec.buffers.items[0].length, "n");
   ks_target_close(&t);
+
+  /* the other instance, as replay opens it */
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  if (ks_target_open_capture_instance(&ctx, &opts, &scan, kernel("scale"), &cp, "double", &a, &t))
+    fail_msg("scale<double>: %s", ctx.error);
+  assert_string_equal(t.subject.name_expression, "scale<double>");
+  assert_int_equal(t.nworkloads, 1);
+  assert_true(t.workloads[0].timed);
+  assert_int_equal(t.workloads[0].buffers.items[1].dtype, KS_DT_F64);
+  assert_int_equal(t.workloads[0].args.items[2].dtype, KS_DT_F64);
+  assert_true(t.workloads[0].args.items[2].value.f == 0.5);
+  ks_target_close(&t);
+  ks_ctx_release(&ctx);
   ks_capture_close(&cp);
   ks_arena_release(&a);
 }
