@@ -13,6 +13,7 @@
 #include "ks_scan.h"
 #include "ks_slice.h"
 #include "ks_specs.h"
+#include "ks_target.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc spec [options] KERNEL [PATH...]\n"
@@ -27,6 +28,10 @@ static const char usage[] =
     "options:\n"
     KS_SOURCE_HELP
     "      --json           machine-readable output\n"
+    "      --from-capture FILE  draft a spec for KERNEL from its launches in a\n"
+    "                       capture file (profile --capture): sizes, scalars,\n"
+    "                       buffers and their value ranges as the application\n"
+    "                       ran them, as a comment to paste above the kernel\n"
     "  -h, --help           show this help\n"
     "\n"
     "The exit status is 1 when the kernel has no spec, the spec is malformed, or\n"
@@ -294,7 +299,8 @@ static int show(ks_ctx *ctx, const ks_scan *scan, const char *name, bool json) {
   int found = ks_spec_find(ctx, scan, k, &arena, &spec);
   if (found) {
     if (found > 0)
-      ks_error(ctx, "kernel %s has no spec: write one above it or in a .kspec file (docs/spec.md)",
+      ks_error(ctx, "kernel %s has no spec: write one above it or in a .kspec file "
+                    "(docs/spec.md), or draft one from a capture with --from-capture",
                k->signature);
     else
       ks_error(ctx, "%s", ctx->error);
@@ -353,16 +359,45 @@ out:
   return rc;
 }
 
+/* spec --from-capture: the draft on stdout. */
+static int draft(ks_ctx *ctx, const ks_scan *scan, const char *name, const char *path) {
+  ks_arena arena = KS_ARENA_INIT;
+  const ks_kernel *k;
+  ks_capture cap;
+  const char *text;
+  int rc = KS_EXIT_FAILURE;
+  char *abs = realpath(path, NULL);
+  int orc = ks_capture_open(ctx, abs ? abs : path, &cap);
+  free(abs);
+  if (orc) {
+    ks_error(ctx, "%s", ctx->error);
+    ks_arena_release(&arena);
+    return rc;
+  }
+  if (ks_scan_lookup(ctx, scan, name, &k) ||
+      ks_capture_spec_text(ctx, &cap, scan, k, &arena, &text)) {
+    ks_error(ctx, "%s", ctx->error);
+  } else {
+    printf("%s", text);
+    rc = KS_EXIT_OK;
+  }
+  ks_capture_close(&cap);
+  ks_arena_release(&arena);
+  return rc;
+}
+
 static int run_spec(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_JSON = 256 };
+  enum { OPT_JSON = 256, OPT_FROM_CAPTURE };
   static const struct option opts[] = {
       KS_SOURCE_LONG,
       {"json", no_argument, NULL, OPT_JSON},
+      {"from-capture", required_argument, NULL, OPT_FROM_CAPTURE},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   ks_source_args src;
   ks_source_args_init(&src, argc);
   bool json = false;
+  const char *capture = NULL;
   int rc = KS_EXIT_OK, c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
@@ -371,6 +406,9 @@ static int run_spec(ks_ctx *ctx, int argc, char **argv) {
     switch (c) {
     case OPT_JSON:
       json = true;
+      break;
+    case OPT_FROM_CAPTURE:
+      capture = optarg;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_spec);
@@ -393,8 +431,10 @@ static int run_spec(ks_ctx *ctx, int argc, char **argv) {
   if (ks_scan_run(ctx, &src.scan, &scan)) {
     ks_error(ctx, "%s", ctx->error);
     rc = KS_EXIT_FAILURE;
+  } else if (capture && json) {
+    rc = ks_usage_error(ctx, &ks_cmd_spec, "--from-capture prints a comment, not JSON");
   } else {
-    rc = show(ctx, &scan, name, json);
+    rc = capture ? draft(ctx, &scan, name, capture) : show(ctx, &scan, name, json);
   }
   ks_scan_release(&scan);
 out:

@@ -86,6 +86,12 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
  * it. */
 int ks_capture_spec(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, const ks_kernel *k,
                     ks_arena *arena, ks_spec *out);
+/* A spec for the user to paste above the kernel, drafted from its captured
+ * launches (capture_spec.c): an annotation comment with the timed size as
+ * captured and smaller ones, the scalars, and the buffers with roles,
+ * lengths and distributions read off the captured data. */
+int ks_capture_spec_text(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, const ks_kernel *k,
+                         ks_arena *arena, const char **out);
 
 /* Evaluates a variant's launch policy and guards for every workload. */
 int ks_target_candidate(ks_ctx *ctx, const ks_target *t, const ks_variant *v, bool is_template,

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ks_capture.h"
@@ -367,6 +368,16 @@ static void unusable_launches(void **state) {
   ks_ctx_release(&ctx);
   ks_target_close(&t);
 
+  /* the draft: the index array's range, the unknown length said */
+  const char *text;
+  ks_ctx_init(&ctx, "test");
+  if (ks_capture_spec_text(&ctx, &cp, &scan, kernel("gather"), &a, &text))
+    fail_msg("draft: %s", ctx.error);
+  assert_non_null(strstr(text, "in    idx[n] int(0, 49)\n"));
+  assert_non_null(strstr(text, "in    src[50] uniform(0, 49) # length unknown"));
+  assert_non_null(strstr(text, "inout dst[n] const(0)"));
+  ks_ctx_release(&ctx);
+
   /* this capture holds no launch of axpy, which has no spec either */
   ks_ctx_init(&ctx, "test");
   assert_int_equal(
@@ -376,6 +387,70 @@ static void unusable_launches(void **state) {
   ks_ctx_release(&ctx);
   ks_capture_close(&cp);
   ks_arena_release(&a);
+}
+
+/* The spec drafted from a capture, pasted above the kernel in a copy of
+ * the source, is read, checked and resolved like one a user wrote. */
+static void drafted_spec(void **state) {
+  (void)state;
+  const char *path = tmp("draft.kscap");
+  write_axpy(path);
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  ks_capture cp;
+  assert_int_equal(ks_capture_open(&ctx, path, &cp), 0);
+  ks_arena a = KS_ARENA_INIT;
+  const char *text;
+  if (ks_capture_spec_text(&ctx, &cp, &scan, kernel("axpy"), &a, &text))
+    fail_msg("draft: %s", ctx.error);
+  assert_non_null(strstr(text, "size timed: n = 64   # as captured"));
+  assert_non_null(strstr(text, "size odd: n = 49"));
+  assert_non_null(strstr(text, "size one: n = 1"));
+  assert_non_null(strstr(text, "scalar a = 2"));
+  assert_non_null(strstr(text, "inout x[n] uniform(0, 63)"));
+  assert_non_null(strstr(text, "inout y[n] uniform(64, 127)"));
+
+  /* pasted above the kernel */
+  char dir[PATH_MAX + 64], src[PATH_MAX + 96];
+  snprintf(dir, sizeof dir, "%s/drafted", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(src, sizeof src, "%s/kernels.cu", dir);
+  FILE *in = fopen(KS_TESTDATA "/capture/kernels.cu", "r"), *out = fopen(src, "w");
+  assert_non_null(in);
+  assert_non_null(out);
+  char line[512];
+  while (fgets(line, sizeof line, in)) {
+    if (!strncmp(line, "__global__ void axpy", 20))
+      fputs(text, out);
+    fputs(line, out);
+  }
+  fclose(in);
+  fclose(out);
+  const char *p1[] = {dir};
+  ks_scan_options o = {.paths = p1, .npaths = 1, .no_compdb = true};
+  ks_scan sc;
+  assert_int_equal(ks_scan_run(&ctx, &o, &sc), 0);
+  const ks_kernel *k = NULL;
+  for (size_t i = 0; i < sc.kernels.len; i++)
+    if (!strcmp(sc.kernels.items[i].name, "axpy"))
+      k = &sc.kernels.items[i];
+  assert_non_null(k);
+  ks_spec spec;
+  if (ks_spec_find(&ctx, &sc, k, &a, &spec) || ks_spec_check(&ctx, &spec, k))
+    fail_msg("the drafted spec: %s", ctx.error);
+  assert_int_equal(spec.sizes.len, 3);
+  const ks_launch *site = &sc.launches.items[k->launches.items[0]];
+  for (size_t i = 0; i < spec.sizes.len; i++) {
+    ks_workload w;
+    if (ks_spec_resolve(&ctx, &spec, k, site, i, &a, &w))
+      fail_msg("size %zu: %s", i, ctx.error);
+    if (i == 0)
+      assert_int_equal(w.buffers.items[0].count, 64);
+  }
+  ks_scan_release(&sc);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
 }
 
 /* Without a capture, a kernel with no spec is told both ways to get one. */
@@ -399,6 +474,7 @@ int main(void) {
       cmocka_unit_test(template_instance),
       cmocka_unit_test(unusable_launches),
       cmocka_unit_test(neither),
+      cmocka_unit_test(drafted_spec),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
