@@ -74,6 +74,14 @@ rc=$?
 check "a cut capture: exit 1" [ $rc -eq 1 ]
 check "... naming the file and the record" grep -q "cut.kscap: record 1 at byte 8: length 8008 runs past the end of the file" "$tmp/3.err"
 
+# A spec drafted from the capture.
+"$bin" spec --from-capture "$tmp/axpy.kscap" axpy "$tmp/src" >"$tmp/draft.txt" 2>"$tmp/draft.err"
+check "spec --from-capture: exit 0" [ $? -eq 0 ]
+check "... the timed size as captured" grep -q "size timed: n = 1000   # as captured" "$tmp/draft.txt"
+check "... y's length inferred" grep -q "inout y\[n\] uniform(0, 6)" "$tmp/draft.txt"
+"$bin" spec --json --from-capture "$tmp/axpy.kscap" axpy "$tmp/src" >/dev/null 2>&1
+check "spec --from-capture --json: usage error" [ $? -eq 2 ]
+
 # replay needs a GPU; without one it says so.
 if ! nvidia-smi >/dev/null 2>&1; then
   "$bin" replay "$tmp/axpy.kscap" "$tmp/src" >/dev/null 2>"$tmp/4.err"
