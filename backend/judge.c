@@ -158,11 +158,15 @@ int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
   ks_compile_unit units[2] = {{.name = ks_arena_printf(arena, "%s.cu", s->kernel),
                                .source = s->slice_source,
                                .name_expressions = &s->name_expression,
-                               .nnames = 1},
+                               .nnames = 1,
+                               .extra_options = s->options,
+                               .nextra = s->noptions},
                               {.name = ks_arena_printf(arena, "%s.fp64.cu", s->kernel),
                                .source = s->ref_source,
                                .name_expressions = &s->ref_name_expression,
-                               .nnames = 1}};
+                               .nnames = 1,
+                               .extra_options = s->options,
+                               .nextra = s->noptions}};
   ks_compile_result r[2];
   if (ks_compile(ctx, &j->compiler, units, s->fp64_reference ? 2 : 1, arena, r))
     return -1;
@@ -195,7 +199,9 @@ static void variant_unit(ks_arena *a, const ks_subject *s, const ks_candidate *c
                             .source = ks_judge_variant_unit(a, s->slice_source, c->variant),
                             .name_expressions = &c->name_expression,
                             .nnames = 1,
-                            .candidate = c->variant->source};
+                            .candidate = c->variant->source,
+                            .extra_options = s->options,
+                            .nextra = s->noptions};
 }
 
 int ks_judge_precompile(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_candidate *c,

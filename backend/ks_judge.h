@@ -78,6 +78,10 @@ typedef struct ks_subject {
   const char *kernel;            /* qualified name, for reports */
   const char *slice_source;      /* from ks_slice_kernel */
   const char *name_expression;   /* the original's instance */
+  const char *const *options;    /* NVRTC options for the original, its
+                                    variants and its twin: the user's build's
+                                    code generation (ks_slice.codegen) */
+  size_t noptions;
   const ks_workload *workloads;  /* one per size set */
   size_t nworkloads;
   bool fp64_reference;           /* the spec's `reference fp64` */

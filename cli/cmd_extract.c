@@ -52,6 +52,7 @@ static int print_json(const ks_slice *slice) {
   cJSON_AddItemToObject(root, "includes", strings_json(&slice->includes));
   cJSON_AddItemToObject(root, "dependencies", strings_json(&slice->dependencies));
   cJSON_AddItemToObject(root, "options", strings_json(&slice->options));
+  cJSON_AddItemToObject(root, "codegen", strings_json(&slice->codegen));
   cJSON_AddStringToObject(root, "source", slice->source);
   char *text = cJSON_Print(root);
   int rc = text && puts(text) >= 0 ? 0 : -1;
@@ -67,6 +68,8 @@ static void print_unit(const ks_slice *slice) {
     printf("// name expression: %s\n", slice->name_expressions.items[i]);
   for (size_t i = 0; i < slice->options.len; i++)
     printf("// NVRTC option: %s\n", slice->options.items[i]);
+  for (size_t i = 0; i < slice->codegen.len; i++)
+    printf("// NVRTC option (from the compile command): %s\n", slice->codegen.items[i]);
 }
 
 static int run_extract(ks_ctx *ctx, int argc, char **argv) {

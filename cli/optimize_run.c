@@ -179,7 +179,9 @@ static void compile_without_gpu(optimize_job *job, kjob *kj, size_t n, ks_arena 
     units[m] = (ks_compile_unit){.name = ks_arena_printf(a, "%s.cu", s->kernel),
                                  .source = s->slice_source,
                                  .name_expressions = &s->name_expression,
-                                 .nnames = 1};
+                                 .nnames = 1,
+                                 .extra_options = s->options,
+                                 .nextra = s->noptions};
     which[m++] = i;
   }
   ks_compile_result *r = ks_arena_alloc(a, (m + 1) * sizeof *r);

@@ -158,7 +158,10 @@ ks_compdb *ks_compdb_find(const char *const *paths, size_t npaths) {
 
 const char *ks_compdb_dir(const ks_compdb *db) { return db->dir; }
 
-bool ks_compdb_flags(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out) {
+/* The command line of `file`'s entry and its directory; false when the
+ * database has no entry of its own for it. */
+static bool entry_argv(ks_compdb *db, ks_arena *arena, const char *file, const char ***argv,
+                       unsigned *argc, const char **dir) {
   /* Looked up by our own resolution of each entry's path: libclang's lookup
    * misses entries whose directory is relative. */
   long index = entry_of(db, file);
@@ -167,17 +170,36 @@ bool ks_compdb_flags(ks_compdb *db, ks_arena *arena, const char *file, ks_string
   CXCompileCommand cmd = clang_CompileCommands_getCommand(db->all, (unsigned)index);
   CXString dir_s = clang_CompileCommand_getDirectory(cmd);
   char *base = command_dir(db, clang_getCString(dir_s));
-  const char *dir = ks_arena_strdup(arena, base);
+  *dir = ks_arena_strdup(arena, base);
   free(base);
   clang_disposeString(dir_s);
   unsigned n = clang_CompileCommand_getNumArgs(cmd);
-  const char **argv = ks_arena_alloc(arena, (n + 1) * sizeof *argv);
+  const char **av = ks_arena_alloc(arena, (n + 1) * sizeof *av);
   for (unsigned i = 0; i < n; i++) {
     CXString a = clang_CompileCommand_getArg(cmd, i);
-    argv[i] = ks_arena_strdup(arena, clang_getCString(a));
+    av[i] = ks_arena_strdup(arena, clang_getCString(a));
     clang_disposeString(a);
   }
+  *argv = av;
+  *argc = n;
+  return true;
+}
+
+bool ks_compdb_flags(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out) {
+  const char **argv, *dir;
+  unsigned n;
+  if (!entry_argv(db, arena, file, &argv, &n, &dir))
+    return false;
   ks_flags_translate(arena, argv, n, dir, out);
+  return true;
+}
+
+bool ks_compdb_codegen(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out) {
+  const char **argv, *dir;
+  unsigned n;
+  if (!entry_argv(db, arena, file, &argv, &n, &dir))
+    return false;
+  ks_flags_codegen(arena, argv, n, out);
   return true;
 }
 

@@ -309,3 +309,54 @@ static void translate(ks_arena *arena, const char *const *argv, size_t argc, siz
      * files, the source itself) does not change what the parse sees. */
   }
 }
+
+/* nvcc's code-generation options that change what a kernel computes or how
+ * fast, by both spellings, and NVRTC's name for each (which takes the value
+ * after '='). */
+static const struct {
+  const char *nvcc;
+  const char *nvrtc;
+} codegen_flags[] = {
+    {"--ftz", "--ftz"},           {"-ftz", "--ftz"},
+    {"--prec-div", "--prec-div"}, {"-prec-div", "--prec-div"},
+    {"--prec-sqrt", "--prec-sqrt"}, {"-prec-sqrt", "--prec-sqrt"},
+    {"--fmad", "--fmad"},         {"-fmad", "--fmad"},
+    {"--maxrregcount", "--maxrregcount"}, {"-maxrregcount", "--maxrregcount"},
+};
+
+void ks_flags_codegen(ks_arena *arena, const char *const *argv, size_t argc, ks_strings *out) {
+  static const char *const passed_on[] = {"-Xcompiler", "--compiler-options", "-Xptxas",
+                                          "--ptxas-options", "-Xlinker", "--linker-options",
+                                          "-Xnvlink", "--nvlink-options", "-Xarchive",
+                                          "-Xfatbin", "--fatbin-options"};
+  for (size_t i = 1; i < argc; i++) {
+    const char *arg = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL, *value = NULL;
+    int used = 0;
+    bool skip = false;
+    for (size_t k = 0; k < sizeof passed_on / sizeof *passed_on && !skip; k++)
+      skip = !strcmp(arg, passed_on[k]);
+    if (skip) { /* the next word is another tool's (the host compiler's -ffast-math) */
+      i++;
+      continue;
+    }
+    if (!strcmp(arg, "--use_fast_math") || !strcmp(arg, "-use_fast_math") ||
+        !strcmp(arg, "-ffast-math") /* clang's CUDA */) {
+      *ks_array_push(arena, out) = "--use_fast_math";
+      continue;
+    }
+    if (!strcmp(arg, "--extra-device-vectorization") || !strcmp(arg, "-extra-device-vectorization")) {
+      *ks_array_push(arena, out) = "--extra-device-vectorization";
+      continue;
+    }
+    if (!strcmp(arg, "-fcuda-flush-denormals-to-zero")) {
+      *ks_array_push(arena, out) = "--ftz=true";
+      continue;
+    }
+    for (size_t k = 0; k < sizeof codegen_flags / sizeof *codegen_flags; k++)
+      if (match(arg, next, codegen_flags[k].nvcc, &value, &used) && *value) {
+        *ks_array_push(arena, out) = ks_arena_printf(arena, "%s=%s", codegen_flags[k].nvrtc, value);
+        i += (size_t)used - 1;
+        break;
+      }
+  }
+}

@@ -38,6 +38,13 @@ void ks_clang_args(ks_arena *arena, const ks_clang_env *env, const ks_strings *f
 void ks_flags_translate(ks_arena *arena, const char *const *argv, size_t argc, const char *dir,
                         ks_strings *out);
 
+/* The code-generation options of a compiler command line that change what
+ * a kernel computes or how fast (--use_fast_math, -ftz, -prec-div,
+ * -prec-sqrt, -fmad, -maxrregcount, --extra-device-vectorization; clang's
+ * -ffast-math and -fcuda-flush-denormals-to-zero), in NVRTC's spelling, so
+ * that the judge compiles a kernel as the user's build does. */
+void ks_flags_codegen(ks_arena *arena, const char *const *argv, size_t argc, ks_strings *out);
+
 typedef struct ks_compdb ks_compdb;
 
 /* Opens BUILD_DIR/compile_commands.json; fails with a message naming it. */
@@ -50,6 +57,8 @@ const char *ks_compdb_dir(const ks_compdb *db);
 /* The translated flags of `file` (a realpath); false when the database has
  * no entry of its own for it. */
 bool ks_compdb_flags(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out);
+/* The file's code-generation options (ks_flags_codegen); false as above. */
+bool ks_compdb_codegen(ks_compdb *db, ks_arena *arena, const char *file, ks_strings *out);
 void ks_compdb_close(ks_compdb *db);
 
 #endif

@@ -31,6 +31,11 @@ typedef struct ks_slice {
                                     architecture and standard: "-rdc=true"
                                     when device code launches kernels */
   const char *file;              /* the file that was re-parsed */
+  ks_strings codegen;            /* the code-generation options the user's
+                                    build compiles that file with, in NVRTC's
+                                    spelling ("--use_fast_math", "--ftz=true"):
+                                    the judge compiles the original and every
+                                    variant with them */
 } ks_slice;
 
 /* Slices `k`, found by `scan` (run with `opts`): re-parses the file that

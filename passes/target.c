@@ -51,6 +51,8 @@ static void fill_subject(ks_target *t) {
   t->subject.kernel = k->qualified_name;
   t->subject.slice_source = t->slice.source;
   t->subject.name_expression = t->slice.name_expressions.items[0];
+  t->subject.options = (const char *const *)t->slice.codegen.items;
+  t->subject.noptions = t->slice.codegen.len;
   t->subject.workloads = t->workloads;
   t->subject.nworkloads = t->nworkloads;
 }

@@ -126,6 +126,34 @@ static void parallel_compile_names_and_cache(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* The user's build's code generation: every option a compile command can
+ * carry (ks_flags_codegen) is one NVRTC takes, and it changes the machine
+ * code and the cache key. */
+static void codegen_options(void **state) {
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  ks_arena a = KS_ARENA_INIT;
+  const char *src = "__global__ void e(float *x) { x[threadIdx.x] = expf(x[threadIdx.x]) / 3.0f; }\n";
+  const char *name = "e";
+  static const char *const fast[] = {"--use_fast_math", "--ftz=true", "--prec-div=false",
+                                     "--prec-sqrt=false", "--fmad=true", "--maxrregcount=32",
+                                     "--extra-device-vectorization"};
+  ks_compile_unit units[2] = {
+      {.name = "plain.cu", .source = src, .name_expressions = &name, .nnames = 1},
+      {.name = "fast.cu", .source = src, .name_expressions = &name, .nnames = 1,
+       .extra_options = fast, .nextra = sizeof fast / sizeof *fast}};
+  ks_compile_result r[2];
+  assert_int_equal(ks_compile(&ctx, &compiler, units, 2, &a, r), 0);
+  for (int i = 0; i < 2; i++)
+    if (r[i].status != KS_COMPILE_OK)
+      fail_msg("%s: %s\n%s", units[i].name, r[i].reason, r[i].log);
+  assert_false(r[1].cached); /* not the plain one's cubin */
+  assert_false(r[0].cubin_size == r[1].cubin_size &&
+               !memcmp(r[0].cubin, r[1].cubin, r[0].cubin_size));
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+}
+
 static void failures_are_results(void **state) {
   ks_ctx ctx;
   ks_ctx_init(&ctx, "test");
@@ -151,6 +179,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(candidate_rules),
       cmocka_unit_test(parallel_compile_names_and_cache),
+      cmocka_unit_test(codegen_options),
       cmocka_unit_test(failures_are_results),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -66,11 +66,36 @@ static void empty_command(void **state) {
   ks_arena_release(&a);
 }
 
+static void codegen_options(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  const char *argv[] = {"nvcc", "-O3", "-use_fast_math", "--ftz=true", "-prec-div", "false",
+                        "--prec-sqrt=false", "-fmad=false", "-maxrregcount=32",
+                        "--extra-device-vectorization", "-Xptxas", "-O3", "-c", "k.cu"};
+  ks_strings out = {0};
+  ks_flags_codegen(&a, argv, sizeof argv / sizeof *argv, &out);
+  assert_string_equal(joined(&a, &out),
+                      "--use_fast_math --ftz=true --prec-div=false --prec-sqrt=false "
+                      "--fmad=false --maxrregcount=32 --extra-device-vectorization");
+  const char *clang[] = {"clang++", "-x", "cuda", "-ffast-math", "-fcuda-flush-denormals-to-zero",
+                         "a.cu"};
+  ks_strings out2 = {0};
+  ks_flags_codegen(&a, clang, sizeof clang / sizeof *clang, &out2);
+  assert_string_equal(joined(&a, &out2), "--use_fast_math --ftz=true");
+  /* nothing that only changes the parse or the host code */
+  const char *plain[] = {"nvcc", "-O3", "-DX=1", "-I", "inc", "-Xcompiler", "-ffast-math", "a.cu"};
+  ks_strings out3 = {0};
+  ks_flags_codegen(&a, plain, sizeof plain / sizeof *plain, &out3);
+  /* -Xcompiler's value is the host compiler's */
+  assert_string_equal(joined(&a, &out3), "");
+  ks_arena_release(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(nvcc_command),
       cmocka_unit_test(clang_and_gcc_commands),
       cmocka_unit_test(empty_command),
+      cmocka_unit_test(codegen_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
