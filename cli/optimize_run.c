@@ -13,6 +13,7 @@
 #include "ks_cli.h"
 #include "ks_compile.h"
 #include "ks_optimize_report.h"
+#include "ks_profile.h"
 #include "ks_rules.h"
 #include "ks_specs.h"
 #include "ks_target.h"
@@ -429,6 +430,21 @@ int optimize_run(optimize_job *job) {
     if (rc)
       goto fail;
     have_capture = true;
+    /* Launches of kernels not under the paths are said, once per kernel:
+     * the usual cause is a path that misses the sources. */
+    ks_strings missing = {0};
+    for (size_t i = 0; i < capture.launches.len; i++) {
+      const char *name = capture.launches.items[i].kernel;
+      bool said = false;
+      for (size_t m = 0; m < missing.len && !said; m++)
+        said = !strcmp(missing.items[m], name);
+      if (!said && ks_profile_match(&arena, name, NULL, &scan.kernels, NULL) < 0) {
+        *ks_array_push(&arena, &missing) = name;
+        const char *d = ks_profile_demangle(&arena, name);
+        ks_warn(ctx, "%s: %s was captured but is not under the paths scanned; its launches are "
+                     "not used", capture.path, d ? d : name);
+      }
+    }
   }
 
   /* The kernels: every one with a spec or captured launches, or the ones
