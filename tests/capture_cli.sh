@@ -68,6 +68,14 @@ sys.exit(0 if r and r[0].startswith('capture:') and r[0].endswith('axpy.kscap') 
 check "gather by name: not searched, one line" grep -q "gather has neither a spec nor captured launches, so it is not searched: write a spec (docs/spec.md) or capture its inputs with kernelsmith-cc profile --capture gather -- YOUR_APP" "$tmp/2.err"
 
 # A corrupt capture: one line naming the file, before anything is searched.
+# Captured kernels that are not under the paths: said, by name.
+mkdir -p "$tmp/elsewhere"
+sed 's/axpy/axpz/g' "$data/capture/kernels.cu" >"$tmp/elsewhere/other.cu"
+(cd "$tmp" && "$bin" optimize --stand-in-judge --capture axpy.kscap --store s4 elsewhere \
+  >/dev/null 2>"$tmp/5.err")
+check "a capture of kernels elsewhere: exit 1" [ $? -eq 1 ]
+check "... naming the kernel" grep -q "axpy(float\*, float\*, float, int) was captured but is not under the paths scanned" "$tmp/5.err"
+
 head -c 5000 "$tmp/axpy.kscap" >"$tmp/cut.kscap"
 (cd "$tmp" && "$bin" optimize --stand-in-judge --capture cut.kscap --store s3 src >/dev/null 2>"$tmp/3.err")
 rc=$?
