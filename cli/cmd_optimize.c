@@ -52,8 +52,9 @@ static const char usage[] =
     "      --min-share P    with --profile: those with P% of the GPU time or more\n"
     "      --capture FILE   captured launches (profile --capture) as test inputs:\n"
     "                       beside a spec's sizes, or the only inputs of a kernel\n"
-    "                       with no spec (default with --profile: capture.kscap\n"
-    "                       beside the profile, when there is one)\n"
+    "                       with no spec (repeat for more files; default with\n"
+    "                       --profile: capture.kscap beside the profile, when\n"
+    "                       there is one)\n"
     "      --strategy S     evolve (islands and a MAP-Elites archive; default) or\n"
     "                       beam (the best B, N proposals each)\n"
     "      --proposer P     rules (every rewrite; default), tuning (launch\n"
@@ -124,7 +125,7 @@ typedef struct config {
   ks_judge_options judge;
   double max_seconds;
   const char *profile;        /* --profile: the hot kernels become `kernels` */
-  const char *capture;        /* --capture, or the one beside --profile */
+  ks_strings captures;        /* --capture, or the one beside --profile */
   unsigned top;               /* --top; 0: not given */
   double min_share;           /* --min-share, percent; 0: not given */
   ks_arena arena;
@@ -397,7 +398,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       c->profile = ks_arena_strdup(&c->arena, optarg);
       break;
     case OPT_CAPTURE:
-      c->capture = ks_arena_strdup(&c->arena, optarg);
+      *ks_array_push(&c->arena, &c->captures) = ks_arena_strdup(&c->arena, optarg);
       break;
     case OPT_TOP:
       if (count_option(ctx, "--top", optarg, 1, 100000, &c->top))
@@ -510,13 +511,13 @@ static int profile_kernels(ks_ctx *ctx, config *c) {
                       "not searched)", c->profile);
   ks_profile_release(&p);
   /* profile --capture writes capture.kscap beside the profile. */
-  if (!rc && !c->capture) {
+  if (!rc && !c->captures.len) {
     const char *slash = strrchr(c->profile, '/');
     const char *beside = slash ? ks_arena_printf(&c->arena, "%.*s/capture.kscap",
                                                  (int)(slash - c->profile), c->profile)
                                : "capture.kscap";
     if (!access(beside, F_OK)) {
-      c->capture = beside;
+      *ks_array_push(&c->arena, &c->captures) = beside;
       ks_info(ctx, "captured inputs from %s", beside);
     }
   }
@@ -605,7 +606,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
                       .proposer = c.proposer, .llm = &c.llm,
                       .llm_cache = (ks_llm_cache_mode)c.llm_cache, .llm_plans = c.llm_plans,
                       .standin = c.standin, .store_dir = store_dir, .store = store,
-                      .judge = c.judge, .max_seconds = c.max_seconds, .capture = c.capture,
+                      .judge = c.judge, .max_seconds = c.max_seconds, .captures = &c.captures,
                       .resume_run = resume_run, .interrupted = &interrupted,
                       .argv_json = resume_run ? NULL : argv_json(argc, argv)};
   rc = optimize_run(&job);

@@ -407,8 +407,9 @@ int optimize_run(optimize_job *job) {
   ks_ctx *ctx = job->ctx;
   ks_arena arena = KS_ARENA_INIT;
   ks_scan scan = {0};
-  bool have_scan = false, judge_open = false, have_capture = false;
-  ks_capture capture;
+  bool have_scan = false, judge_open = false;
+  ks_capture *caps = NULL;
+  size_t opened_caps = 0;
   ks_judge judge;
   llm_side llm = {0};
   int exit_code = KS_EXIT_OK;
@@ -422,19 +423,22 @@ int optimize_run(optimize_job *job) {
     goto fail;
   have_scan = true;
 
-  /* Captured launches, checked whole before anything is searched. */
-  if (job->capture) {
-    char *abs = realpath(job->capture, NULL);
-    int rc = ks_capture_open(ctx, abs ? abs : job->capture, &capture);
+  /* Captured launches, every file checked whole before anything is
+   * searched. */
+  size_t ncaps = job->captures ? job->captures->len : 0;
+  caps = ks_arena_alloc(&arena, (ncaps + 1) * sizeof *caps);
+  for (size_t c = 0; c < ncaps; c++) {
+    char *abs = realpath(job->captures->items[c], NULL);
+    int rc = ks_capture_open(ctx, abs ? abs : job->captures->items[c], &caps[c]);
     free(abs);
     if (rc)
       goto fail;
-    have_capture = true;
-    /* Launches of kernels not under the paths are said, once per kernel:
-     * the usual cause is a path that misses the sources. */
+    opened_caps++;
+    /* Launches of kernels not under the paths are said, once per kernel
+     * and file: the usual cause is a path that misses the sources. */
     ks_strings missing = {0};
-    for (size_t i = 0; i < capture.launches.len; i++) {
-      const char *name = capture.launches.items[i].kernel;
+    for (size_t i = 0; i < caps[c].launches.len; i++) {
+      const char *name = caps[c].launches.items[i].kernel;
       bool said = false;
       for (size_t m = 0; m < missing.len && !said; m++)
         said = !strcmp(missing.items[m], name);
@@ -442,10 +446,11 @@ int optimize_run(optimize_job *job) {
         *ks_array_push(&arena, &missing) = name;
         const char *d = ks_profile_demangle(&arena, name);
         ks_warn(ctx, "%s: %s was captured but is not under the paths scanned; its launches are "
-                     "not used", capture.path, d ? d : name);
+                     "not used", caps[c].path, d ? d : name);
       }
     }
   }
+  bool have_capture = ncaps > 0;
 
   /* The kernels: every one with a spec or captured launches, or the ones
    * named. */
@@ -456,9 +461,13 @@ int optimize_run(optimize_job *job) {
       continue;
     ks_spec spec;
     int found = ks_spec_find(ctx, &scan, k, &arena, &spec);
-    size_t *idx;
-    bool captured = found > 0 && have_capture &&
-                    ks_capture_launches_of(&arena, &capture, &scan, k, NULL, &idx, NULL) > 0;
+    /* The first file with launches of the kernel opens it; the others add
+     * theirs. */
+    size_t *idx, primary = 0;
+    while (primary < ncaps &&
+           !ks_capture_launches_of(&arena, &caps[primary], &scan, k, NULL, &idx, NULL))
+      primary++;
+    bool captured = found > 0 && primary < ncaps;
     if (found > 0 && !captured && !job->kernels->len) {
       without_spec++;
       continue;
@@ -482,8 +491,14 @@ int optimize_run(optimize_job *job) {
                                     : ks_arena_strdup(&arena, ctx->error);
       continue;
     }
-    if (ks_target_open_captured(ctx, job->scan, &scan, k, have_capture ? &capture : NULL, false,
-                                &arena, &kj->target)) {
+    bool opened = !ks_target_open_captured(ctx, job->scan, &scan, k,
+                                           primary < ncaps ? &caps[primary] : NULL, false,
+                                           &arena, &kj->target);
+    for (size_t c = 0; opened && c < ncaps; c++)
+      if (c != primary &&
+          ks_target_add_captures(ctx, &kj->target, &caps[c], kj->target.capture_instance, &arena))
+        opened = false;
+    if (!opened) {
       kj->outcome->status = "failed";
       kj->outcome->note = ks_arena_strdup(&arena, ctx->error);
       continue;
@@ -724,8 +739,8 @@ out:
     close(lock_fd);
   if (have_scan)
     ks_scan_release(&scan);
-  if (have_capture)
-    ks_capture_close(&capture);
+  for (size_t c = 0; c < opened_caps; c++)
+    ks_capture_close(&caps[c]);
   ks_arena_release(&arena);
   return exit_code;
 }

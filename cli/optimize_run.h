@@ -24,7 +24,7 @@ typedef struct optimize_job {
   const ks_scan_options *scan;
   const ks_strings *kernels;   /* --kernel names; empty: every kernel with a spec
                                   or captured launches */
-  const char *capture;         /* a capture file (profile --capture), or NULL */
+  const ks_strings *captures;  /* capture files (profile --capture); may be empty */
   ks_search_options search;    /* max_seconds is the whole run's */
   bool tuning, json, standin;
   ks_proposer_kind proposer;

@@ -34,6 +34,7 @@ typedef struct ks_target {
   const char *capture_path;     /* NULL: none */
   const char *capture_instance; /* the template arguments captured, or NULL */
   size_t ncaptured;             /* the last ncaptured workloads are captured */
+  unsigned ncapture_files;      /* capture files added (ks_target_add_captures) */
 } ks_target;
 
 /* `name`: a kernel name or signature (ks_scan_lookup). Fails with a message
@@ -78,7 +79,9 @@ size_t ks_capture_launches_of(ks_arena *a, const ks_capture *cap, const ks_scan 
                               const char **targs);
 /* Appends the usable captured launches of t->kernel as workloads (a launch
  * that cannot serve is left out with a warning saying why); without a
- * user's spec (t->have_spec false) also fills t->spec's buffers. */
+ * user's spec (t->have_spec false) the first call also fills t->spec's
+ * buffers, whose lengths later calls (more capture files) then use.
+ * `instance`: NULL for the first call; later ones pass t->capture_instance. */
 int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const char *instance,
                            ks_arena *arena);
 /* The spec a kernel with no spec of its own gets from `cap` (what apply

@@ -235,9 +235,12 @@ static const char *infer_length(ks_arena *a, const ks_kernel *k, const ptype *ty
 /* ---- one launch as a workload --------------------------------------------- */
 
 static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_launch *l,
-                           const ks_kernel *k, const ptype *types, ks_arena *a, ks_workload *w) {
+                           const ks_kernel *k, const ptype *types, unsigned file, ks_arena *a,
+                           ks_workload *w) {
   memset(w, 0, sizeof *w);
-  w->size_name = ks_arena_printf(a, "capture%llu", l->launch);
+  /* The second capture file's launches are capture0-2, ... */
+  w->size_name = file ? ks_arena_printf(a, "capture%llu-%u", l->launch, file + 1)
+                      : ks_arena_printf(a, "capture%llu", l->launch);
   w->captured = true;
   for (int d = 0; d < 3; d++) {
     w->launch.grid[d] = l->grid[d];
@@ -379,12 +382,18 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
               k->qualified_name, why);
       continue;
     }
-    if (launch_workload(ctx, cap, l, k, types, a, &works[nw]))
+    if (launch_workload(ctx, cap, l, k, types, t->ncapture_files, a, &works[nw]))
       return -1;
     ls[nw++] = l;
   }
-  t->capture_path = cap->path;
-  t->capture_instance = targs;
+  /* A later capture file adds launches to the first one's: the spec made
+   * from the first (what apply makes again) gives their lengths. */
+  bool made = !t->have_spec && t->ncapture_files > 0;
+  if (!t->capture_path) {
+    t->capture_path = cap->path;
+    t->capture_instance = targs;
+  }
+  t->ncapture_files++;
   if (!nw)
     return 0;
 
@@ -393,13 +402,14 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
     if (!types[pi].pointer)
       continue;
     const char *inferred = NULL;
-    bool tried = false;
+    bool tried = made;
     for (size_t w = 0; w < nw; w++) {
       ks_warg *arg = &works[w].args.items[pi];
       if (arg->kind != KS_ARG_BUFFER)
         continue;
-      long long len = t->have_spec ? spec_length(&t->spec, k, &works[w], k->params.items[pi].name)
-                                   : -1;
+      long long len = t->have_spec || made
+                          ? spec_length(&t->spec, k, &works[w], k->params.items[pi].name)
+                          : -1;
       if (len < 0 && !tried) {
         inferred = infer_length(a, k, types, pi, ls, works, nw);
         tried = true;
@@ -410,7 +420,7 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
       arg->length_unknown = len < 0;
       arg->length = len >= 0 ? (unsigned long long)len : 0;
     }
-    if (!t->have_spec) {
+    if (!t->have_spec && !made) {
       ks_spec_buffer *sb = ks_array_push(a, &t->spec.buffers);
       sb->param = k->params.items[pi].name;
       sb->dtype = types[pi].dtype;
@@ -436,7 +446,7 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
   }
   t->workloads = all;
   t->nworkloads = old + nw;
-  t->ncaptured = nw;
+  t->ncaptured += nw;
   t->subject.workloads = all;
   t->subject.nworkloads = t->nworkloads;
   return 0;

@@ -62,6 +62,15 @@ import sqlite3,sys; db=sqlite3.connect('$tmp/s1/kernelsmith.db')
 r=db.execute(\"SELECT spec FROM kernels WHERE name='axpy'\").fetchone()
 sys.exit(0 if r and r[0].startswith('capture:') and r[0].endswith('axpy.kscap') else 1)"
 
+# Two capture files: the second's launches join the first's.
+cp "$tmp/axpy.kscap" "$tmp/again.kscap"
+(cd "$tmp" && "$bin" optimize --stand-in-judge --capture axpy.kscap --capture again.kscap \
+  --rounds 1 --json --store s5 src >"$tmp/6.json" 2>"$tmp/6.err")
+check "two capture files: exit 0" [ $? -eq 0 ]
+check "... axpy searched" python3 -c "
+import json,sys; o=json.load(open('$tmp/6.json'))
+sys.exit(0 if [k['kernel'] for k in o['kernels']] == ['axpy'] and o['kernels'][0]['evaluated'] > 0 else 1)"
+
 # A kernel asked for by name with neither: the line says how to capture it.
 (cd "$tmp" && "$bin" optimize --stand-in-judge --capture axpy.kscap -k gather --store s2 src \
   >/dev/null 2>"$tmp/2.err")

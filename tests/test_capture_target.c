@@ -213,6 +213,23 @@ static void shared_allocation(void **state) {
   }
   ks_ctx_release(&ctx);
 
+  /* a second capture file adds its launches, named apart, with the
+   * lengths of the spec the first one made */
+  ks_capture cp2;
+  ks_ctx_init(&ctx, "test");
+  assert_int_equal(ks_capture_open(&ctx, path, &cp2), 0);
+  assert_int_equal(ks_target_add_captures(&ctx, &t, &cp2, t.capture_instance, &a), 0);
+  assert_int_equal(t.nworkloads, 2);
+  assert_int_equal(t.ncaptured, 2);
+  assert_int_equal(t.ncapture_files, 2);
+  assert_string_equal(t.workloads[1].size_name, "capture0-2");
+  assert_false(t.workloads[1].timed);
+  assert_int_equal(t.spec.buffers.len, 2);
+  assert_true(ks_warg_length(&t.workloads[1], &t.workloads[1].args.items[0], &len));
+  assert_int_equal(len, 64);
+  assert_string_equal(t.capture_path, cp.path);
+  ks_ctx_release(&ctx);
+
   /* apply makes the same spec again from the file */
   ks_spec spec;
   ks_ctx_init(&ctx, "test");
@@ -223,6 +240,7 @@ static void shared_allocation(void **state) {
   ks_ctx_release(&ctx);
   ks_target_close(&t);
   ks_capture_close(&cp);
+  ks_capture_close(&cp2);
   ks_arena_release(&a);
 }
 
