@@ -63,6 +63,10 @@ typedef struct ks_profile_kernel {
   unsigned long long other_launches; /* launches in configurations not kept */
   unsigned distinct_configs;      /* how many configurations were seen (at
                                      least configs.len; counting stops at 64) */
+  /* Sampled profiles (sample_percent): the launches CUPTI timed; the
+   * others were counted only, and total_ms (and the share) is their mean
+   * times every timed-or-not launch. 0 when every launch was timed. */
+  unsigned long long sampled_launches;
 } ks_profile_kernel;
 typedef KS_ARRAY(ks_profile_kernel) ks_profile_kernels;
 
@@ -77,6 +81,9 @@ typedef struct ks_profile {
   unsigned long long dropped;   /* records CUPTI dropped (buffers full) */
   unsigned truncated_lines; /* a last line cut off mid-write (0 or 1) */
   unsigned long long launches;  /* kernel executions */
+  unsigned sample_percent;      /* 0: every kernel timed; else the percent
+                                   of the time kernels were timed
+                                   (profile --sample) */
   double total_ms;          /* kernel time, all kernels */
   ks_profile_kernels kernels;   /* most total time first */
 } ks_profile;

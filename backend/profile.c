@@ -41,6 +41,8 @@ typedef struct cfg_sum {
 typedef struct kernel_sum {
   const char *mangled;
   unsigned long long launches, untimed, total_ns, min_ns, max_ns, smem_static, other;
+  /* sampling: each process's last "count" line, added up in finish() */
+  KS_ARRAY(struct { long long pid; unsigned long long n; }) counts;
   KS_ARRAY(cfg_sum) cfgs;
 } kernel_sum;
 
@@ -208,6 +210,31 @@ static const char *take_line(ks_profile *p, sums *s, line_state *st, const cJSON
     p->dropped += n;
   } else if (!strcmp(t, "end")) {
     st->ends++;
+  } else if (!strcmp(t, "sample")) {
+    unsigned long long percent;
+    if (!u64_field(o, "percent", &percent) || !percent || percent > 100)
+      return "a sample line whose \"percent\" is not from 1 to 100";
+    p->sample_percent = (unsigned)percent;
+  } else if (!strcmp(t, "count")) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(o, "pid");
+    unsigned long long n;
+    if (!cJSON_IsString(name) || !*name->valuestring || !u64_field(o, "launches", &n) ||
+        !cJSON_IsNumber(pid))
+      return "a count line without a \"pid\", a \"name\" and a number of \"launches\"";
+    /* Each process writes its counts so far now and then: its last line
+     * (the largest) holds them all. */
+    kernel_sum *k = sum_for(s, name->valuestring);
+    size_t i = 0;
+    while (i < k->counts.len && k->counts.items[i].pid != (long long)pid->valuedouble)
+      i++;
+    if (i == k->counts.len) {
+      ks_array_push(s->arena, &k->counts);
+      k->counts.items[i].pid = (long long)pid->valuedouble;
+      k->counts.items[i].n = 0;
+    }
+    if (n > k->counts.items[i].n)
+      k->counts.items[i].n = n;
   }
   /* Other types: a later version's additions, which this reader skips. */
   return NULL;
@@ -229,25 +256,43 @@ static int cmp_kernel(const void *a, const void *b) {
   return strcmp(x->mangled, y->mangled);
 }
 
+/* A kernel's launches and its total GPU time in ns: as recorded, or, where
+ * sampling counted more launches than CUPTI timed, the timed launches' mean
+ * times them all. */
+static unsigned long long launches_of(const kernel_sum *k, double *total_ns) {
+  unsigned long long counted = 0, timed = k->launches - k->untimed;
+  for (size_t i = 0; i < k->counts.len; i++)
+    counted += k->counts.items[i].n;
+  unsigned long long all = counted > k->launches ? counted : k->launches;
+  *total_ns = (double)k->total_ns;
+  if (all > k->launches && timed)
+    *total_ns = (double)k->total_ns / (double)timed * (double)(all - k->untimed);
+  return all;
+}
+
 static void finish(ks_profile *p, const sums *s) {
-  unsigned long long all_ns = 0;
-  for (size_t i = 0; i < s->items.len; i++)
-    all_ns += s->items.items[i].total_ns;
-  p->total_ms = (double)all_ns / 1e6;
+  double all_ns = 0, est;
+  for (size_t i = 0; i < s->items.len; i++) {
+    launches_of(&s->items.items[i], &est);
+    all_ns += est;
+  }
+  p->total_ms = all_ns / 1e6;
   for (size_t i = 0; i < s->items.len; i++) {
     const kernel_sum *k = &s->items.items[i];
     ks_profile_kernel *out = ks_array_push(&p->arena, &p->kernels);
     out->mangled = k->mangled;
     const char *d = ks_profile_demangle(&p->arena, k->mangled);
     out->demangled = d ? d : k->mangled;
-    out->launches = k->launches;
-    out->untimed = k->untimed;
-    out->total_ms = (double)k->total_ns / 1e6;
     unsigned long long timed = k->launches - k->untimed;
-    out->mean_ms = timed ? out->total_ms / (double)timed : 0;
+    out->launches = launches_of(k, &est);
+    out->sampled_launches = out->launches > k->launches ? k->launches : 0;
+    /* counted but never timed: no time to estimate from */
+    out->untimed = timed ? k->untimed : out->launches;
+    out->total_ms = est / 1e6;
+    out->mean_ms = timed ? (double)k->total_ns / 1e6 / (double)timed : 0;
     out->min_ms = timed ? (double)k->min_ns / 1e6 : 0;
     out->max_ms = (double)k->max_ns / 1e6;
-    out->share = all_ns ? (double)k->total_ns / (double)all_ns : 0;
+    out->share = all_ns > 0 ? est / all_ns : 0;
     out->smem_static = k->smem_static;
     out->distinct_configs = (unsigned)k->cfgs.len;
     out->other_launches = k->other;
@@ -269,7 +314,7 @@ static void finish(ks_profile *p, const sums *s) {
       else
         out->other_launches += all.items[c].launches;
     }
-    p->launches += k->launches;
+    p->launches += out->launches;
   }
   if (p->kernels.len)
     qsort(p->kernels.items, p->kernels.len, sizeof *p->kernels.items, cmp_kernel);
@@ -756,6 +801,14 @@ void ks_profile_print(FILE *out, const ks_profile *p, const ks_profile_print_opt
                  "CUDA, or CUDA did not load the library\n");
   else if (!p->kernels.len)
     fprintf(out, "note: no kernel ran on the GPU\n");
+  if (p->sample_percent) {
+    size_t estimated = 0;
+    for (size_t i = 0; i < p->kernels.len; i++)
+      estimated += p->kernels.items[i].sampled_launches > 0;
+    fprintf(out, "note: sampled: kernels were timed %u%% of the time and every launch counted; "
+                 "%zu kernel%s' totals are their timed launches' mean times their launches\n",
+            p->sample_percent, estimated, estimated == 1 ? "" : "s");
+  }
   if (p->dropped)
     fprintf(out, "note: CUPTI dropped %llu record%s (its buffers were full): the numbers count "
                  "less than ran\n", p->dropped, p->dropped == 1 ? "" : "s");

@@ -39,6 +39,8 @@ static cJSON *kernel_json(const ks_profile_kernel *k) {
   }
   cJSON_AddNumberToObject(o, "launches", (double)k->launches);
   cJSON_AddNumberToObject(o, "untimed_launches", (double)k->untimed);
+  if (k->sampled_launches)
+    cJSON_AddNumberToObject(o, "sampled_launches", (double)k->sampled_launches);
   cJSON_AddNumberToObject(o, "total_ms", k->total_ms);
   cJSON_AddNumberToObject(o, "mean_ms", k->mean_ms);
   cJSON_AddNumberToObject(o, "min_ms", k->min_ms);
@@ -81,6 +83,8 @@ int ks_profile_write_json(ks_ctx *ctx, FILE *out, const ks_profile *p) {
   cJSON_AddNumberToObject(root, "dropped", (double)p->dropped);
   cJSON_AddNumberToObject(root, "truncated_lines", p->truncated_lines);
   cJSON_AddNumberToObject(root, "launches", (double)p->launches);
+  if (p->sample_percent)
+    cJSON_AddNumberToObject(root, "sample_percent", p->sample_percent);
   cJSON_AddNumberToObject(root, "total_ms", p->total_ms);
   cJSON *ks = cJSON_AddArrayToObject(root, "kernels");
   for (size_t i = 0; i < p->kernels.len; i++)
@@ -168,6 +172,8 @@ static void read_kernel(reader *r, const cJSON *j, ks_profile_kernel *k) {
   }
   k->launches = (unsigned long long)get_num(r, j, "launches");
   k->untimed = (unsigned long long)get_num(r, j, "untimed_launches");
+  const cJSON *sampled = cJSON_GetObjectItemCaseSensitive(j, "sampled_launches");
+  k->sampled_launches = cJSON_IsNumber(sampled) ? (unsigned long long)sampled->valuedouble : 0;
   k->total_ms = get_num(r, j, "total_ms");
   k->mean_ms = get_num(r, j, "mean_ms");
   k->min_ms = get_num(r, j, "min_ms");
@@ -221,6 +227,8 @@ int ks_profile_load(ks_ctx *ctx, const char *path, ks_profile *out) {
     out->dropped = (unsigned long long)get_num(&r, root, "dropped");
     out->truncated_lines = (unsigned)get_num(&r, root, "truncated_lines");
     out->launches = (unsigned long long)get_num(&r, root, "launches");
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(root, "sample_percent");
+    out->sample_percent = cJSON_IsNumber(sp) ? (unsigned)sp->valuedouble : 0;
     out->total_ms = get_num(&r, root, "total_ms");
     const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels"), *k;
     if (!cJSON_IsArray(ks) && !r.bad)

@@ -56,6 +56,10 @@ static const char usage[] =
     "      --capture-limit BYTES  the most allocation bytes one launch may capture\n"
     "                       (default 1073741824); a larger launch is recorded as\n"
     "                       over the limit, without snapshots\n"
+    "      --sample P       time kernels only P% of the time (1-99) and count\n"
+    "                       every launch: each kernel's total is its timed\n"
+    "                       launches' mean times its launches. Cuts the cost\n"
+    "                       CUPTI adds to every kernel on the GPU\n"
     KS_SOURCE_HELP
     "  -h, --help           show this help\n"
     "\n"
@@ -112,15 +116,22 @@ static const char *find_inject_lib(ks_ctx *ctx, ks_arena *a) {
   return NULL;
 }
 
-/* What --capture asks of the injection library; NULL names: no capture. */
-typedef struct capture_opts {
+/* What the injection library is asked for beyond the profile: --capture
+ * (NULL names: no capture) and --sample. */
+typedef struct inject_opts {
   const char *names;
   long launches;
   long long limit;
   const char *path; /* the capture file */
-} capture_opts;
+  unsigned sample;  /* percent of the time kernels are timed; 0: all */
+} inject_opts;
 
-static void capture_env(const capture_opts *co) {
+static void inject_env(const inject_opts *co) {
+  if (co->sample) {
+    char p[16];
+    snprintf(p, sizeof p, "%u", co->sample);
+    setenv("KERNELSMITH_PROFILE_SAMPLE", p, 1);
+  }
   if (!co->names)
     return;
   char n[32];
@@ -133,7 +144,7 @@ static void capture_env(const capture_opts *co) {
 }
 
 /* After the run: one line per captured launch, or why there is none. */
-static void capture_report(ks_ctx *ctx, const capture_opts *co) {
+static void capture_report(ks_ctx *ctx, const inject_opts *co) {
   if (!co->names)
     return;
   ks_capture c;
@@ -152,7 +163,7 @@ static void capture_report(ks_ctx *ctx, const capture_opts *co) {
 /* Runs `cmd` with the injection library and waits. `*wait_status` is
  * waitpid's. Fails only when CMD could not be started. */
 static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines,
-                   const capture_opts *co, int *wait_status) {
+                   const inject_opts *co, int *wait_status) {
   int report[2];
   /* Close-on-exec: a successful exec closes it, and the read sees EOF. */
   if (pipe(report))
@@ -175,7 +186,7 @@ static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines,
     close(report[0]);
     setenv("CUDA_INJECTION64_PATH", lib, 1);
     setenv("KERNELSMITH_PROFILE_OUT", lines, 1);
-    capture_env(co);
+    inject_env(co);
     execvp(cmd[0], cmd);
     /* The parent says it, once the pipe shows exec failed. */
     int e = errno;
@@ -257,6 +268,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                                        {"capture", required_argument, NULL, 1001},
                                        {"launches", required_argument, NULL, 1002},
                                        {"capture-limit", required_argument, NULL, 1003},
+                                       {"sample", required_argument, NULL, 1004},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   /* Options and paths stop at "--"; without one, at the first word that is
@@ -271,7 +283,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   ks_arena arena = KS_ARENA_INIT;
   const char *output = NULL;
   long rows = 20;
-  capture_opts co = {NULL, 1, 1LL << 30, NULL};
+  inject_opts co = {NULL, 1, 1LL << 30, NULL, 0};
   bool capture_tuned = false;                   /* --launches or --capture-limit given */
   int rc = KS_EXIT_OK, c;
   opterr = 0;
@@ -309,6 +321,17 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
         co.launches = (long)v;
       else
         co.limit = v;
+      break;
+    }
+    case 1004: {
+      long v = ks_parse_count(optarg);
+      if (v < 1 || v > 99) {
+        rc = ks_usage_error(ctx, &ks_cmd_profile,
+                            "--sample takes the percent of the time kernels are timed, 1 to 99, "
+                            "not '%s'", optarg);
+        goto out;
+      }
+      co.sample = (unsigned)v;
       break;
     }
     case 'h':

@@ -200,5 +200,29 @@ check "... saying what it goes with" grep -q "go with --capture" "$tmp/6.err"
 "$bin" profile --capture saxpy_kernel --launches 0 -- true >/dev/null 2>&1
 check "--launches 0: usage error" [ $? -eq 2 ]
 
+# --sample: the library is asked for it; a sampled run's counts make the
+# totals (the stand-in writes what the library would: 2 of 8 saxpy
+# launches timed).
+cat >"$tmp/sampled.sh" <<'EOF'
+. "$(dirname "$0")/lines.sh"
+start
+echo "{\"type\":\"sample\",\"percent\":$KERNELSMITH_PROFILE_SAMPLE,\"period_ms\":500}" >>"$KERNELSMITH_PROFILE_OUT"
+kline $SAXPY 0 200000
+kline $SAXPY 300000 200000
+echo '{"type":"count","pid":1,"name":"_Z12saxpy_kernelifPfS_","launches":8}' >>"$KERNELSMITH_PROFILE_OUT"
+echo '{"type":"end","kernels":2,"time_ns":2}' >>"$KERNELSMITH_PROFILE_OUT"
+EOF
+"$bin" profile --sample 25 -o "$tmp/sampled.json" "$data/apps" -- sh "$tmp/sampled.sh" \
+  >/dev/null 2>"$tmp/sampled.err"
+check "--sample: exit 0" [ $? -eq 0 ]
+check "... the profile says it, totals estimated" python3 -c "
+import json,sys; p=json.load(open('$tmp/sampled.json'))
+k=p['kernels'][0]
+sys.exit(0 if p['sample_percent'] == 25 and k['launches'] == 8 and k['sampled_launches'] == 2
+         and abs(k['total_ms'] - 1.6) < 1e-9 else 1)"
+check "... and the table's note" grep -q "note: sampled: kernels were timed 25% of the time" "$tmp/sampled.err"
+"$bin" profile --sample 100 -- true >/dev/null 2>&1
+check "--sample 100: usage error" [ $? -eq 2 ]
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -144,7 +144,7 @@ FAKE_API CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **s
 }
 
 static void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
-                     uint32_t correlation) {
+                     uint32_t correlation, const char *symbol) {
   int d = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1;
   if (!fake.callback || !fake.enabled[d][cbid])
     return;
@@ -153,6 +153,7 @@ static void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_A
   data.callbackSite = site;
   data.functionName = "fake";
   data.correlationId = correlation;
+  data.symbolName = symbol; /* CUPTI's, for launch callbacks */
   fake.callback(NULL, domain, cbid, &data);
 }
 
@@ -197,16 +198,18 @@ static void record(CUpti_ActivityKind kind, const char *name, uint32_t correlati
  * runtime makes (correlation + 1); the record carries `record_corr`. */
 static void runtime_launch(CUpti_CallbackId cbid, const char *name, uint32_t corr,
                            uint32_t record_corr) {
-  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, CUPTI_API_ENTER, corr);
-  api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, corr + 1);
-  api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, corr + 1);
-  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, CUPTI_API_EXIT, corr);
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, CUPTI_API_ENTER, corr, name);
+  api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER,
+           corr + 1, name);
+  api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT,
+           corr + 1, name);
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, CUPTI_API_EXIT, corr, name);
   record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, name, record_corr, 4, 32, 0);
 }
 
 static void driver_launch(CUpti_CallbackId cbid, const char *name, uint32_t corr, int dyn) {
-  api_call(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_ENTER, corr);
-  api_call(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_EXIT, corr);
+  api_call(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_ENTER, corr, name);
+  api_call(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_EXIT, corr, name);
   record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, name, corr, 8, 64, dyn);
 }
 
@@ -438,6 +441,16 @@ int main(int argc, char **argv) {
       pthread_create(&t[i], NULL, launcher, (void *)i);
     for (int i = 0; i < THREADS; i++)
       pthread_join(t[i], NULL);
+  } else if (strcmp(scenario, "sampled") == 0) {
+    /* KERNELSMITH_PROFILE_SAMPLE=50 over 200 ms: timed for 100 ms, then
+     * not; 10 launches in the first window, 10 in the second. */
+    static const char hot[] = "_Z3hotv";
+    for (uint32_t i = 0; i < 10; i++)
+      driver_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, hot, 10 + 2 * i, 0);
+    usleep(140 * 1000);
+    for (uint32_t i = 0; i < 10; i++)
+      runtime_launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, hot, 100 + 2 * i,
+                     100 + 2 * i);
   } else if (strcmp(scenario, "capture") == 0) {     capture_scenario();
   } else if (strcmp(scenario, "subscriber-taken") != 0) {
     return 2;
@@ -756,11 +769,11 @@ static int count_of(char *s, const char *needle) {
 
 /* Runs test_inject_app's `scenario`; the profile is <tmpdir>/fake.jsonl.
  * Returns the exit status, 137 for SIGKILL. */
-static int run_fake(const char *scenario) {
+static int run_fake_env(const char *scenario, const char *env) {
   char cmd[4 * PATH_MAX];
   /* A forked child that exits has the parent's threads on LeakSanitizer's
    * list and warns about them; the other scenarios keep leak checking. */
-  const char *asan = strcmp(scenario, "fork") == 0 ? "ASAN_OPTIONS=detect_leaks=0" : "";
+  const char *asan = strcmp(scenario, "fork") == 0 ? "ASAN_OPTIONS=detect_leaks=0" : env;
   int n = snprintf(cmd, sizeof cmd,
                    "cd %s && rm -f fake.jsonl && env %s KERNELSMITH_PROFILE_OUT=%s/fake.jsonl "
                    "%s %s %s >%s/stdout 2>%s/stderr",
@@ -772,6 +785,8 @@ static int run_fake(const char *scenario) {
   assert_true(WIFEXITED(rc));
   return WEXITSTATUS(rc);
 }
+
+static int run_fake(const char *scenario) { return run_fake_env(scenario, ""); }
 
 static void assert_quiet_app(void) {
   char *out = child_file("stdout"), *err = child_file("stderr");
@@ -853,6 +868,28 @@ static void fake_threads_every_launch_once(void **state) {
   free(p);
 }
 
+/* Sampled: the sample line, every launch counted once (runtime launches
+ * and their nested driver calls alike), kernel records only from the
+ * windows with kernel activity on. */
+static void fake_sampled_counts_every_launch(void **state) {
+  assert_int_equal(run_fake_env("sampled", "KERNELSMITH_PROFILE_SAMPLE=50 "
+                                           "KERNELSMITH_PROFILE_SAMPLE_PERIOD_MS=200"),
+                   0);
+  assert_quiet_app();
+  char *p = child_file("fake.jsonl");
+  assert_non_null(p);
+  assert_int_equal(count_of(p, "{\"type\":\"sample\",\"percent\":50,\"period_ms\":200}"), 1);
+  /* the last count line before the end line has them all */
+  const char *last = strstr(p, ",\"name\":\"_Z3hotv\",\"launches\":20}\n{\"type\":\"end\"");
+  assert_non_null(last);
+  assert_int_equal(count_of(p, "{\"type\":\"count\",\"pid\":"), count_of(p, "\"type\":\"count\""));
+  int timed = count_of(p, "{\"type\":\"kernel\",\"name\":\"_Z3hotv\"");
+  /* the first 10 in the first window; the second 10 in the off window,
+   * unless the scheduler held the app past it */
+  assert_true(timed >= 10 && timed <= 20);
+  free(p);
+}
+
 /* Another CUPTI client (Nsight, cuda-gdb) holds the process: one line on
  * stderr, no profile, the program unchanged. */
 static void fake_subscriber_taken(void **state) {
@@ -921,6 +958,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(fake_crash_keeps_flushed_lines),
       cmocka_unit_test(fake_fork_child_writes_nothing),
       cmocka_unit_test(fake_threads_every_launch_once),
+      cmocka_unit_test(fake_sampled_counts_every_launch),
       cmocka_unit_test(fake_subscriber_taken),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

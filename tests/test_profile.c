@@ -69,6 +69,45 @@ static void read_ok(const char *rel, ks_profile *p) {
 /* 1 ns is 1e-6 ms; durations come from 19-digit timestamps. */
 #define assert_ms(got, want) assert_true(fabs((got) - (want)) < 1e-9)
 
+/* Sampled: counts beside the timed launches; each process's last count
+ * line holds its launches; totals estimated from the timed mean; a kernel
+ * counted but never timed has launches and no time. The JSON keeps it. */
+static void test_sampled_run(void **state) {
+  (void)state;
+  ks_profile p;
+  read_ok("profile/sampled.jsonl", &p);
+  assert_int_equal(p.sample_percent, 20);
+  assert_int_equal(p.launches, 14);
+  assert_ms(p.total_ms, 0.021);
+  const ks_profile_kernel *hk = find(&p, "_Z3hotv");
+  assert_int_equal(hk->launches, 10);
+  assert_int_equal(hk->sampled_launches, 2);
+  assert_ms(hk->mean_ms, 0.002);
+  assert_ms(hk->total_ms, 0.02);
+  assert_true(fabs(hk->share - 20.0 / 21.0) < 1e-12);
+  const ks_profile_kernel *cold = find(&p, "_Z4coldv");
+  assert_int_equal(cold->launches, 1);
+  assert_int_equal(cold->sampled_launches, 0);
+  assert_ms(cold->total_ms, 0.001);
+  const ks_profile_kernel *never = find(&p, "_Z5neverv");
+  assert_int_equal(never->launches, 3);
+  assert_int_equal(never->untimed, 3);
+  assert_ms(never->total_ms, 0);
+
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/ks-sampled-%d.json", (int)getpid());
+  assert_int_equal(ks_profile_save(&ctx, path, &p), 0);
+  ks_profile back;
+  if (ks_profile_load(&ctx, path, &back))
+    fail_msg("%s", ctx.error);
+  unlink(path);
+  assert_int_equal(back.sample_percent, 20);
+  assert_int_equal(find(&back, "_Z3hotv")->sampled_launches, 2);
+  assert_int_equal(find(&back, "_Z4coldv")->sampled_launches, 0);
+  ks_profile_release(&back);
+  ks_profile_release(&p);
+}
+
 static void test_normal_run(void **state) {
   (void)state;
   ks_profile p;
@@ -429,6 +468,7 @@ static void test_select(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_normal_run),  cmocka_unit_test(test_truncated_last_line),
+      cmocka_unit_test(test_sampled_run),
       cmocka_unit_test(test_no_end_line), cmocka_unit_test(test_malformed_line),
       cmocka_unit_test(test_bad_fields),  cmocka_unit_test(test_demangle),
       cmocka_unit_test(test_map),         cmocka_unit_test(test_map_types),

@@ -108,6 +108,32 @@ import json,sys
 for r in json.loads(sys.argv[1]):
     print(f\"  {r['kernel']:<16} app {r['app_ms']:8.4f} ms  profile {r['profile_mean_ms']:8.4f} ms  {r['diff_percent']:6.1f}%  share {100*r['share']:5.1f}%  launches {r['launches']}  mapped {r['mapped']}\")" "$multi"
 
+# The same under --sample: launches counted, times estimated from the
+# sampled ones.
+(cd "$tmp" && "$bin" -q profile --sample "${KS_SAMPLE:-20}" -o "$tmp/pipeline-sampled.json" -- \
+  ./pipeline 200 26) >"$tmp/pipeline-s.out" 2>"$tmp/pipeline-s.err"
+sampled=$(python3 - "$tmp/pipeline-s.out" "$tmp/pipeline-sampled.json" <<'PY'
+import json, re, sys
+out, prof = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+rows = []
+for m in re.finditer(r"^pipeline: kernel (\S+) mean ([0-9.]+) ms", out, re.M):
+    name, app_ms = m.group(1), float(m.group(2))
+    k = next((k for k in prof["kernels"] if k.get("demangled", "").startswith(name + "(")), None)
+    pm = k["mean_ms"] if k else 0.0
+    rows.append({"kernel": name, "app_ms": app_ms, "profile_mean_ms": pm,
+                 "launches": k["launches"] if k else 0,
+                 "sampled_launches": k.get("sampled_launches", 0) if k else 0,
+                 "share": k["share"] if k else 0.0,
+                 "diff_percent": (pm - app_ms) / app_ms * 100 if app_ms else 0.0})
+print(json.dumps({"sample_percent": prof.get("sample_percent", 0), "kernels": rows}))
+PY
+)
+echo "pipeline under --sample ${KS_SAMPLE:-20}:"
+python3 -c "
+import json,sys
+for r in json.loads(sys.argv[1])['kernels']:
+    print(f\"  {r['kernel']:<16} app {r['app_ms']:8.4f} ms  profile {r['profile_mean_ms']:8.4f} ms  {r['diff_percent']:6.1f}%  share {100*r['share']:5.1f}%  launches {r['launches']} ({r['sampled_launches']} timed)\")" "$sampled"
+
 # Overhead on a long run, split into the fixed cost of loading CUPTI and
 # the cost per launch: the pipeline run with 1 iteration (start-up alone)
 # and with many (about 6 s), each plain and under the injection library,
@@ -119,6 +145,7 @@ runp() { # iterations [inject] -> seconds
   if [ -n "${2:-}" ]; then
     (cd "$tmp" && CUDA_INJECTION64_PATH=$lib KERNELSMITH_PROFILE_OUT=$tmp/long.jsonl \
       KERNELSMITH_INJECT_CALLBACKS=$([ "$2" = nocb ] && echo 0 || echo 1) \
+      KERNELSMITH_PROFILE_SAMPLE=$([ "$2" = sample ] && echo "$sample" || echo 0) \
       ./pipeline "$1" 24) >/dev/null 2>&1
   else
     (cd "$tmp" && ./pipeline "$1" 24) >/dev/null 2>&1
@@ -127,16 +154,18 @@ runp() { # iterations [inject] -> seconds
   python3 -c "print($t1 - $t0)"
 }
 long_iters=${KS_LONG_ITERATIONS:-40000}
-s0=(); s1=(); l0=(); l1=(); l2=()
+sample=${KS_SAMPLE:-20}
+s0=(); s1=(); l0=(); l1=(); l2=(); l3=()
 for r in 1 2 3; do
   s0+=("$(runp 1)"); s1+=("$(runp 1 inject)")
   l0+=("$(runp "$long_iters")"); l1+=("$(runp "$long_iters" inject)")
-  l2+=("$(runp "$long_iters" nocb)")
+  l2+=("$(runp "$long_iters" nocb)"); l3+=("$(runp "$long_iters" sample)")
 done
-overhead=$(python3 - "$long_iters" "${s0[*]}" "${s1[*]}" "${l0[*]}" "${l1[*]}" "${l2[*]}" <<'PY'
+overhead=$(python3 - "$long_iters" "${s0[*]}" "${s1[*]}" "${l0[*]}" "${l1[*]}" "${l2[*]}" "${l3[*]}" "$sample" <<'PY'
 import json, statistics as st, sys
 it = int(sys.argv[1])
-s0, s1, l0, l1, l2 = (st.median(map(float, a.split())) for a in sys.argv[2:7])
+s0, s1, l0, l1, l2, l3 = (st.median(map(float, a.split())) for a in sys.argv[2:8])
+sample = int(sys.argv[8])
 launches = 4 * it
 startup = s1 - s0
 per_launch_us = ((l1 - l0) - startup) / launches * 1e6
@@ -146,18 +175,21 @@ print(json.dumps({"iterations": it, "launches": launches, "plain_short_s": s0,
                   "per_launch_us": per_launch_us,
                   "per_launch_percent_of_run": ((l1 - l0) - startup) / l0 * 100,
                   "profile_no_callbacks_long_s": l2,
-                  "overhead_no_callbacks_percent": (l2 - l0) / l0 * 100}))
+                  "overhead_no_callbacks_percent": (l2 - l0) / l0 * 100,
+                  "sample_percent": sample, "profile_sampled_long_s": l3,
+                  "overhead_sampled_percent": (l3 - l0) / l0 * 100}))
 PY
 )
 python3 -c "
 import json,sys; o=json.loads(sys.argv[1])
 print(f\"long run: {o['launches']} launches, plain {o['plain_long_s']:.2f} s, profiled {o['profile_long_s']:.2f} s: overhead {o['overhead_percent']:.2f}%\")
 print(f\"  start-up (1 iteration): {o['startup_s']:.3f} s; per launch: {o['per_launch_us']:.2f} us ({o['per_launch_percent_of_run']:.2f}% of the run)\")
-print(f\"  kernel records alone (no launch callbacks): {o['profile_no_callbacks_long_s']:.2f} s: overhead {o['overhead_no_callbacks_percent']:.2f}%\")" "$overhead"
+print(f\"  kernel records alone (no launch callbacks): {o['profile_no_callbacks_long_s']:.2f} s: overhead {o['overhead_no_callbacks_percent']:.2f}%\")
+print(f\"  sampled ({o['sample_percent']}% of the time timed): {o['profile_sampled_long_s']:.2f} s: overhead {o['overhead_sampled_percent']:.2f}%\")" "$overhead"
 
 dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 label=$(echo "${dev:-gpu}" | sed 's/NVIDIA //; s/ /-/g' | tr 'A-Z' 'a-z')
 mkdir -p "$out"
-echo "{\"device\": \"$dev\", \"date\": \"$(date +%F)\", \"command\": \"bench/profile/run.sh\", \"apps\": [${rows%,}], \"pipeline\": $multi, \"long_run\": $overhead}" \
+echo "{\"device\": \"$dev\", \"date\": \"$(date +%F)\", \"command\": \"bench/profile/run.sh\", \"apps\": [${rows%,}], \"pipeline\": $multi, \"pipeline_sampled\": $sampled, \"long_run\": $overhead}" \
   | python3 -m json.tool >"$out/profile-$label-$(date +%F).json"
 echo "wrote $out/profile-$label-$(date +%F).json"

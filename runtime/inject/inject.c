@@ -14,6 +14,7 @@
  * per process anyway. */
 #include "inject_json.h"
 #include "capture.h"
+#include "sample.h"
 
 #include <cupti.h>
 
@@ -60,6 +61,7 @@ static struct {
   _Atomic uint64_t *api_slots; /* (correlation id << 8) | API_* */
   CUpti_SubscriberHandle subscriber;
   bool trace;                  /* KERNELSMITH_INJECT_TRACE=1 */
+  bool sampling;               /* KERNELSMITH_PROFILE_SAMPLE (sample.h) */
 } g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
@@ -160,6 +162,9 @@ static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
             cb->functionName ? cb->functionName : "?");
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
     ksrt_capture_on_driver(cbid, cb);
+  /* Sampling counts every launch once: at the outermost launch call. */
+  if (g.sampling && cb->callbackSite == CUPTI_API_ENTER && !runtime_depth)
+    ksrt_sample_count(cb->symbolName);
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (cb->callbackSite == CUPTI_API_ENTER) {
       runtime_depth++;
@@ -334,6 +339,14 @@ static void *flusher(void *arg) {
     }
     (void)cuptiActivityFlushAll(0);
     pthread_mutex_unlock(&g.flush_lock);
+    if (g.sampling) {
+      pthread_mutex_lock(&g.lock);
+      if (g.fd >= 0 && !g.ended) {
+        (void)ksrt_sample_lines(&g.out, (long)g.pid);
+        drain_locked();
+      }
+      pthread_mutex_unlock(&g.lock);
+    }
   }
 }
 
@@ -359,6 +372,7 @@ static void at_exit(void) {
   if (getpid() != g.pid)
     return;
   ksrt_capture_finish();
+  ksrt_sample_stop(); /* kernel activity on again, for the forced flush */
   pthread_mutex_lock(&g.flush_lock);
   g.stopping = 1;
   (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -373,6 +387,8 @@ static void at_exit(void) {
   if (g.fd >= 0 && !g.ended) {
     if (dropped)
       (void)ksrt_json_dropped(&g.out, dropped);
+    if (g.sampling)
+      (void)ksrt_sample_lines(&g.out, (long)g.pid);
     (void)ksrt_json_end(&g.out, g.kernels, now_ns());
     g.ended = 1;
     drain_locked();
@@ -451,6 +467,11 @@ int InitializeInjection(void) {
   }
   pthread_mutex_lock(&g.lock);
   int ok = ksrt_json_start(&g.out, (long)g.pid, version, now_ns()) == 0;
+  unsigned sample = ksrt_sample_init();
+  if (ok && sample) {
+    g.sampling = true;
+    ok = ksrt_json_sample(&g.out, sample, ksrt_sample_period_ms()) == 0;
+  }
   if (ok)
     drain_locked();
   ok = ok && g.fd >= 0;
@@ -463,6 +484,7 @@ int InitializeInjection(void) {
   /* Optional: older CUPTIs may lack it; our own flusher covers the need. */
   (void)cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
   start_flusher();
+  ksrt_sample_start();
   ksrt_capture_init(); /* after the start line: a capture needs the callbacks above */
   return 1;
 }

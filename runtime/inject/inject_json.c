@@ -213,6 +213,28 @@ int ksrt_json_dropped(ksrt_jbuf *b, uint64_t records) {
   return line_end(&l);
 }
 
+int ksrt_json_sample(ksrt_jbuf *b, unsigned percent, unsigned period_ms) {
+  line l = line_begin(b);
+  puts_(&l, "{\"type\":\"sample\",\"percent\":");
+  put_u64(&l, percent);
+  puts_(&l, ",\"period_ms\":");
+  put_u64(&l, period_ms);
+  puts_(&l, "}");
+  return line_end(&l);
+}
+
+int ksrt_json_count(ksrt_jbuf *b, long pid, const char *name, uint64_t launches) {
+  line l = line_begin(b);
+  puts_(&l, "{\"type\":\"count\",\"pid\":");
+  put_i64(&l, pid);
+  puts_(&l, ",\"name\":");
+  put_string(&l, name);
+  puts_(&l, ",\"launches\":");
+  put_u64(&l, launches);
+  puts_(&l, "}");
+  return line_end(&l);
+}
+
 int ksrt_json_end(ksrt_jbuf *b, uint64_t kernels, uint64_t time_ns) {
   line l = line_begin(b);
   puts_(&l, "{\"type\":\"end\",\"kernels\":");
