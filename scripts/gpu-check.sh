@@ -49,6 +49,7 @@ step judge_bench env KS_BIN=$ks/bin/kernelsmith-cc KS_COMPILE_BENCH=$ks/bin/comp
 step dispatch_bench env KS_RESULTS="$out" bench/dispatch/run.sh
 step scan_apps $ks/bin/kernelsmith-cc scan --long testdata/apps
 step build_apps make -C testdata/apps -j"$(nproc)"
+step inject_gpu tests/inject_gpu.sh $ks/lib/kernelsmith/libkernelsmith_inject.so testdata/apps/saxpy/saxpy
 
 apps=(saxpy gelu reduce_sum softmax layernorm transpose sgemm stencil2d histogram prefix_sum spmv_csr gemv)
 : >"$out/apps.txt"
