@@ -86,15 +86,20 @@ cp bench/profile/pipeline.cu "$tmp/" # the profile maps names to the sources in 
 "$nvcc" -O3 -arch=sm_90 -o "$tmp/pipeline" "$tmp/pipeline.cu" || exit 1
 (cd "$tmp" && "$bin" -q profile -o "$tmp/pipeline.json" -- ./pipeline 200 26) \
   >"$tmp/pipeline.out" 2>"$tmp/pipeline.err"
-multi=$(python3 - "$tmp/pipeline.out" "$tmp/pipeline.json" <<'PY'
+# and plainly: the app's own times without the library loaded
+(cd "$tmp" && ./pipeline 200 26) >"$tmp/pipeline-plain.out" 2>&1
+multi=$(python3 - "$tmp/pipeline.out" "$tmp/pipeline.json" "$tmp/pipeline-plain.out" <<'PY'
 import json, re, sys
 out, prof = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+plain = dict(re.findall(r"^pipeline: kernel (\S+) mean ([0-9.]+) ms", open(sys.argv[3]).read(), re.M))
 rows = []
 for m in re.finditer(r"^pipeline: kernel (\S+) mean ([0-9.]+) ms", out, re.M):
     name, app_ms = m.group(1), float(m.group(2))
     k = next((k for k in prof["kernels"] if k.get("demangled", "").startswith(name + "(")), None)
     pm = k["mean_ms"] if k else 0.0
-    rows.append({"kernel": name, "app_ms": app_ms, "profile_mean_ms": pm,
+    p0 = float(plain.get(name, 0))
+    rows.append({"kernel": name, "app_ms": app_ms, "profile_mean_ms": pm, "app_plain_ms": p0,
+                 "diff_plain_percent": (pm - p0) / p0 * 100 if p0 else 0.0,
                  "share": k["share"] if k else 0.0, "launches": k["launches"] if k else 0,
                  "mapped": bool(k and k.get("source")),
                  "diff_percent": (pm - app_ms) / app_ms * 100 if app_ms else 0.0})
@@ -106,7 +111,7 @@ echo "pipeline (4 kernels, 200 iterations, 2^26 elements):"
 python3 -c "
 import json,sys
 for r in json.loads(sys.argv[1]):
-    print(f\"  {r['kernel']:<16} app {r['app_ms']:8.4f} ms  profile {r['profile_mean_ms']:8.4f} ms  {r['diff_percent']:6.1f}%  share {100*r['share']:5.1f}%  launches {r['launches']}  mapped {r['mapped']}\")" "$multi"
+    print(f\"  {r['kernel']:<16} app {r['app_ms']:8.4f} ms  profile {r['profile_mean_ms']:8.4f} ms  {r['diff_percent']:6.1f}%  (app run plainly {r['app_plain_ms']:8.4f} ms: {r['diff_plain_percent']:6.1f}%)  share {100*r['share']:5.1f}%  launches {r['launches']}  mapped {r['mapped']}\")" "$multi"
 
 # The same under --sample: launches counted, times estimated from the
 # sampled ones.
