@@ -90,7 +90,8 @@ static const char *unusable(ks_arena *a, const ks_capture_launch *l, const ks_ke
   if (l->error)
     return ks_arena_printf(a, "the launch itself failed (%s)", l->error);
   if (l->over_limit)
-    return ks_arena_printf(a, "its allocations (%llu bytes) were over --capture-limit",
+    return ks_arena_printf(a, "its allocations (%llu bytes) were over the capture limit "
+                              "(profile --capture-limit BYTES raises it)",
                            l->bytes_needed);
   if (l->params.len != k->params.len)
     return ks_arena_printf(a, "it has %zu parameters, the kernel in the sources %zu",
