@@ -471,6 +471,61 @@ static void drafted_spec(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* A struct passed by value travels as its bytes, a null pointer as null;
+ * a pointer the driver did not know (not null) leaves its launch out. */
+static void struct_and_null_pointer(void **state) {
+  (void)state;
+  const char *path = tmp("masked.kscap");
+  cap c;
+  cap_open(&c, path);
+  float in[16], out[16] = {0};
+  for (int i = 0; i < 16; i++)
+    in[i] = (float)i;
+  unsigned long long bi = blob(&c, in, sizeof in), bo = blob(&c, out, sizeof out);
+  struct {
+    float scale;
+    int n;
+  } params = {2.0f, 16};
+  for (int k = 0; k < 2; k++) {
+    ks_capture_launch l = {.kernel = "_Z12masked_scale6ParamsPKfPfPKi", .launch = (unsigned)k,
+                           .grid = {1, 1, 1}, .block = {256, 1, 1}, .api = "cuLaunchKernel",
+                           .bytes_needed = 128};
+    scalar(&c, &l, &params, sizeof params);
+    ptr(&c, &l, 0x5000, sizeof in, 0, bi, bi);
+    ptr(&c, &l, 0x6000, sizeof out, 0, bo, bo);
+    unsigned long long mask = k ? 0xdeadbeef000ull : 0; /* launch 1: a stray pointer */
+    scalar(&c, &l, &mask, 8);
+    assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &l), 0);
+  }
+  cap_close(&c);
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "masked_scale", &cp, &a, &t, 0);
+  assert_int_equal(t.nworkloads, 1); /* launch 1 left out */
+  const ks_workload *w = &t.workloads[0];
+  assert_int_equal(w->args.len, 4);
+  assert_int_equal(w->args.items[0].kind, KS_ARG_BYTES);
+  assert_int_equal(w->args.items[0].size, 8);
+  assert_memory_equal(w->args.items[0].bytes, &params, 8);
+  assert_int_equal(w->args.items[1].kind, KS_ARG_BUFFER);
+  assert_int_equal(w->args.items[2].kind, KS_ARG_BUFFER);
+  assert_int_equal(w->args.items[3].kind, KS_ARG_BYTES);
+  assert_int_equal(w->args.items[3].size, 8);
+  static const unsigned char zero[8];
+  assert_memory_equal(w->args.items[3].bytes, zero, 8);
+  assert_int_equal(w->buffers.len, 2);
+  assert_int_equal(w->buffers.items[0].role, KS_ROLE_IN);
+  assert_int_equal(w->buffers.items[1].role, KS_ROLE_INOUT);
+  /* no integer scalar gives a length: unknown, and said so in the spec */
+  unsigned long long len;
+  assert_false(ks_warg_length(w, &w->args.items[1], &len));
+  assert_null(t.spec.buffers.items[0].length);
+  ks_target_close(&t);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+}
+
 /* Without a capture, a kernel with no spec is told both ways to get one. */
 static void neither(void **state) {
   (void)state;
@@ -493,6 +548,7 @@ int main(void) {
       cmocka_unit_test(unusable_launches),
       cmocka_unit_test(neither),
       cmocka_unit_test(drafted_spec),
+      cmocka_unit_test(struct_and_null_pointer),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

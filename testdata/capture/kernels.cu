@@ -32,3 +32,19 @@ void run_scale(const float *in, float *out, float s, int n) {
 void run_gather(const float *src, const int *idx, float *dst, int n) {
   gather<<<(n + 255) / 256, 256>>>(src, idx, dst, n);
 }
+
+struct Params {
+  float scale;
+  int n;
+};
+
+// A struct by value and an optional mask (NULL when unused).
+__global__ void masked_scale(Params p, const float *in, float *out, const int *mask) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < p.n && (!mask || mask[i]))
+    out[i] = p.scale * in[i];
+}
+
+void run_masked_scale(Params p, const float *in, float *out, const int *mask) {
+  masked_scale<<<(p.n + 255) / 256, 256>>>(p, in, out, mask);
+}
