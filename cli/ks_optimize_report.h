@@ -25,6 +25,8 @@ typedef struct ks_outcome {
   const char *kernel;
   const char *file;
   unsigned line;
+  const char *inputs;      /* "spec", "capture" or "spec+capture"; NULL: none */
+  unsigned captured;       /* captured launches among the size sets */
   const char *status;      /* "optimized", "no faster variant", "skipped",
                               "failed", "interrupted", "not searched" */
   const char *note;        /* why skipped or failed */

@@ -194,6 +194,10 @@ int ks_outcomes_json(ks_ctx *ctx, FILE *out, const ks_outcomes *o, long long run
     if (k->file) {
       cJSON_AddStringToObject(j, "file", k->file);
       cJSON_AddNumberToObject(j, "line", k->line);
+      if (k->inputs) {
+        cJSON_AddStringToObject(j, "inputs", k->inputs);
+        cJSON_AddNumberToObject(j, "captured_launches", k->captured);
+      }
     }
     cJSON_AddStringToObject(j, "status", k->status);
     if (k->note)

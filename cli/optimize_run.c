@@ -92,6 +92,7 @@ static int replay_captures(ks_ctx *ctx, ks_judge *judge, kjob *kj, ks_arena *a) 
   t->ncaptured -= t->nworkloads - keep;
   t->nworkloads = keep;
   t->subject.nworkloads = keep;
+  kj->outcome->captured = (unsigned)t->ncaptured;
   if (!keep)
     return ks_fail(ctx, "none of its captured launches can serve as inputs (the warnings above "
                         "say why)");
@@ -503,6 +504,9 @@ int optimize_run(optimize_job *job) {
       kj->outcome->note = ks_arena_strdup(&arena, ctx->error);
       continue;
     }
+    kj->outcome->inputs = !kj->target.have_spec ? "capture"
+                          : kj->target.ncaptured ? "spec+capture" : "spec";
+    kj->outcome->captured = (unsigned)kj->target.ncaptured;
     kj->ready = true;
   }
   for (size_t i = 0; i < job->kernels->len; i++) {

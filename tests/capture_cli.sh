@@ -53,7 +53,8 @@ check "optimize from a capture: exit 0" [ $rc -eq 0 ]
 check "... axpy searched" python3 -c "
 import json,sys; o=json.load(open('$tmp/1.json'))
 k={k['kernel']:k for k in o['kernels']}
-sys.exit(0 if k['axpy']['status'] not in ('skipped','failed') and k['axpy']['evaluated'] > 0 else 1)"
+sys.exit(0 if k['axpy']['status'] not in ('skipped','failed') and k['axpy']['evaluated'] > 0
+         and k['axpy']['inputs'] == 'capture' and k['axpy']['captured_launches'] == 1 else 1)"
 check "... the spec-less kernels without captures left out" python3 -c "
 import json,sys; o=json.load(open('$tmp/1.json'))
 sys.exit(0 if [k['kernel'] for k in o['kernels']] == ['axpy'] else 1)"
@@ -69,7 +70,8 @@ cp "$tmp/axpy.kscap" "$tmp/again.kscap"
 check "two capture files: exit 0" [ $? -eq 0 ]
 check "... axpy searched" python3 -c "
 import json,sys; o=json.load(open('$tmp/6.json'))
-sys.exit(0 if [k['kernel'] for k in o['kernels']] == ['axpy'] and o['kernels'][0]['evaluated'] > 0 else 1)"
+sys.exit(0 if [k['kernel'] for k in o['kernels']] == ['axpy'] and o['kernels'][0]['evaluated'] > 0
+         and o['kernels'][0]['captured_launches'] == 2 else 1)"
 
 # A kernel asked for by name with neither: the line says how to capture it.
 (cd "$tmp" && "$bin" optimize --stand-in-judge --capture axpy.kscap -k gather --store s2 src \
