@@ -190,21 +190,35 @@ static int read_param(reader *r, const cJSON *j, ks_capture_param *p) {
       get_u64(r, j, "ptr_offset", &p->ptr_offset) || get_blob_id(r, j, "before", &p->before) ||
       get_blob_id(r, j, "after", &p->after))
     return -1;
+  p->span_lo = 0;
+  p->span_hi = p->alloc_size;
+  const cJSON *span = field(j, "span");
+  if (span) {
+    const cJSON *lo = cJSON_GetArrayItem(span, 0), *hi = cJSON_GetArrayItem(span, 1);
+    if (!cJSON_IsArray(span) || cJSON_GetArraySize(span) != 2 || !cJSON_IsNumber(lo) ||
+        !cJSON_IsNumber(hi) || lo->valuedouble < 0 || hi->valuedouble <= lo->valuedouble ||
+        hi->valuedouble > (double)p->alloc_size ||
+        (double)p->ptr_offset < lo->valuedouble || (double)p->ptr_offset > hi->valuedouble)
+      return bad(r, "launch metadata: parameter %u: 'span' is not [lo, hi] within its "
+                    "allocation around its pointer", p->index);
+    p->span_lo = (unsigned long long)lo->valuedouble;
+    p->span_hi = (unsigned long long)hi->valuedouble;
+  }
   return 0;
 }
 
 /* The blob must exist already (blobs precede the launch that names them)
  * and agree with what the launch says of it. */
 static int check_blob_ref(reader *r, const cJSON *blobs, unsigned long long id,
-                          unsigned long long alloc_size) {
+                          unsigned long long span) {
   if (!id)
     return 0;
   const ks_capture_blob *b = ks_capture_blob_find(r->c, id);
   if (!b)
     return bad(r, "launch metadata names blob %llu, which no earlier record holds", id);
-  if (b->size != alloc_size)
-    return bad(r, "blob %llu holds %llu bytes, the allocation has %llu", id, b->size,
-               alloc_size);
+  if (b->size != span)
+    return bad(r, "blob %llu holds %llu bytes, the allocation (or its span) has %llu", id,
+               b->size, span);
   const cJSON *e;
   cJSON_ArrayForEach(e, blobs) {
     unsigned long long eid, size, crc;
@@ -251,8 +265,9 @@ static int read_launch(reader *r, const char *text, size_t len) {
   const cJSON *pj;
   cJSON_ArrayForEach(pj, params) {
     ks_capture_param *p = ks_array_push(&r->c->arena, &l->params);
-    if (read_param(r, pj, p) || check_blob_ref(r, blobs, p->before, p->alloc_size) ||
-        check_blob_ref(r, blobs, p->after, p->alloc_size))
+    if (read_param(r, pj, p) ||
+        check_blob_ref(r, blobs, p->before, p->span_hi - p->span_lo) ||
+        check_blob_ref(r, blobs, p->after, p->span_hi - p->span_lo))
       goto out;
   }
   rc = 0;

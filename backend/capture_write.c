@@ -114,6 +114,11 @@ static cJSON *param_json(const ks_capture_param *p) {
     add_u64(o, "base", p->base, true);
     add_u64(o, "alloc_size", p->alloc_size, false);
     add_u64(o, "ptr_offset", p->ptr_offset, false);
+    if (p->span_hi && (p->span_lo || p->span_hi != p->alloc_size)) {
+      cJSON *span = cJSON_AddArrayToObject(o, "span");
+      cJSON_AddItemToArray(span, cJSON_CreateNumber((double)p->span_lo));
+      cJSON_AddItemToArray(span, cJSON_CreateNumber((double)p->span_hi));
+    }
     add_blob_id(o, "before", p->before);
     add_blob_id(o, "after", p->after);
   }

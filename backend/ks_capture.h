@@ -48,6 +48,10 @@ typedef struct ks_capture_param {
   unsigned long long base;         /* the allocation's start */
   unsigned long long alloc_size;   /* and size, bytes */
   unsigned long long ptr_offset;   /* the pointer minus base */
+  unsigned long long span_lo, span_hi; /* the part of the allocation the
+                                      snapshots hold, [span_lo, span_hi):
+                                      all of it, unless profile
+                                      --capture-window made it a span */
   unsigned long long before, after;/* blob ids of the snapshots; 0: none */
   const char *not_captured;        /* why a snapshot is missing; NULL */
 } ks_capture_param;

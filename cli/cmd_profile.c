@@ -56,6 +56,9 @@ static const char usage[] =
     "      --capture-limit BYTES  the most allocation bytes one launch may capture\n"
     "                       (default 1073741824); a larger launch is recorded as\n"
     "                       over the limit, without snapshots\n"
+    "      --capture-window BYTES  snapshot an allocation larger than this only\n"
+    "                       from its lowest pointer to its highest plus BYTES\n"
+    "                       (pooled memory: one allocation for many tensors)\n"
     "      --sample P       time kernels only P% of the time (1-99) and count\n"
     "                       every launch: each kernel's total is its timed\n"
     "                       launches' mean times its launches. Cuts the cost\n"
@@ -123,6 +126,7 @@ typedef struct inject_opts {
   long launches;
   long long limit;
   const char *path; /* the capture file */
+  long long window; /* --capture-window: 0, whole allocations */
   unsigned sample;  /* percent of the time kernels are timed; 0: all */
 } inject_opts;
 
@@ -141,6 +145,10 @@ static void inject_env(const inject_opts *co) {
   setenv("KERNELSMITH_CAPTURE_LAUNCHES", n, 1);
   snprintf(n, sizeof n, "%lld", co->limit);
   setenv("KERNELSMITH_CAPTURE_LIMIT", n, 1);
+  if (co->window) {
+    snprintf(n, sizeof n, "%lld", co->window);
+    setenv("KERNELSMITH_CAPTURE_WINDOW", n, 1);
+  }
 }
 
 /* After the run: one line per captured launch, or why there is none. */
@@ -269,6 +277,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                                        {"launches", required_argument, NULL, 1002},
                                        {"capture-limit", required_argument, NULL, 1003},
                                        {"sample", required_argument, NULL, 1004},
+                                       {"capture-window", required_argument, NULL, 1005},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   /* Options and paths stop at "--"; without one, at the first word that is
@@ -283,7 +292,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   ks_arena arena = KS_ARENA_INIT;
   const char *output = NULL;
   long rows = 20;
-  inject_opts co = {NULL, 1, 1LL << 30, NULL, 0};
+  inject_opts co = {NULL, 1, 1LL << 30, NULL, 0, 0};
   bool capture_tuned = false;                   /* --launches or --capture-limit given */
   int rc = KS_EXIT_OK, c;
   opterr = 0;
@@ -309,18 +318,22 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
       co.names = optarg;
       break;
     case 1002:
-    case 1003: {
+    case 1003:
+    case 1005: {
       long long v = ks_parse_count(optarg);
       if (v <= 0) {
         rc = ks_usage_error(ctx, &ks_cmd_profile, "%s takes a positive number, not '%s'",
-                            c == 1002 ? "--launches" : "--capture-limit", optarg);
+                            c == 1002 ? "--launches"
+                            : c == 1003 ? "--capture-limit" : "--capture-window", optarg);
         goto out;
       }
       capture_tuned = true;
       if (c == 1002)
         co.launches = (long)v;
-      else
+      else if (c == 1003)
         co.limit = v;
+      else
+        co.window = v;
       break;
     }
     case 1004: {
@@ -347,7 +360,8 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   }
   if (!co.names && capture_tuned) {
     rc = ks_usage_error(ctx, &ks_cmd_profile,
-                        "--launches and --capture-limit go with --capture KERNEL[,KERNEL...]");
+                        "--launches, --capture-limit and --capture-window go with --capture "
+                        "KERNEL[,KERNEL...]");
     goto out;
   }
   char **cmd = dashes ? argv + dashes + 1 : argv + optind;

@@ -198,8 +198,8 @@ int ks_capture_spec_text(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, cons
     const ks_capture_param *cp = launch_param(cap, w, k, pi);
     ks_dtype dt = sb->dtype;
     size_t es = dt != KS_DT_NONE ? ks_dtype_size(dt) : 1;
-    unsigned long long reach = cp && cp->alloc_size > cp->ptr_offset
-                                   ? (cp->alloc_size - cp->ptr_offset) / es : 0;
+    unsigned long long reach = cp && cp->span_hi > cp->ptr_offset
+                                   ? (cp->span_hi - cp->ptr_offset) / es : 0;
     const char *length = sb->length;
     const char *note = "";
     if (!length) {
@@ -213,15 +213,15 @@ int ks_capture_spec_text(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, cons
       unsigned long long n = 0;
       ks_ctx scratch;
       ks_ctx_init(&scratch, "capture");
-      if (!ks_capture_read_blob(&scratch, cap, cp->before, &bytes, &len) &&
-          cp->ptr_offset <= len) {
+      unsigned long long at = cp->ptr_offset - cp->span_lo; /* in the snapshot */
+      if (!ks_capture_read_blob(&scratch, cap, cp->before, &bytes, &len) && at <= len) {
         /* the part the length covers, when it is known */
-        n = (len - cp->ptr_offset) / es;
+        n = (len - at) / es;
         const ks_warg *arg = &w->args.items[pi];
         unsigned long long known;
         if (ks_warg_length(w, arg, &known) && known < n)
           n = known;
-        dist = distribution(a, dt, bytes + cp->ptr_offset, (size_t)n);
+        dist = distribution(a, dt, bytes + at, (size_t)n);
       }
       free(bytes);
       ks_ctx_release(&scratch);

@@ -173,9 +173,10 @@ static long long spec_length(const ks_spec *spec, const ks_kernel *k, const ks_w
   return -1;
 }
 
-/* The part of its allocation a pointer parameter can reach, in bytes. */
+/* The part of its snapshot a pointer parameter can reach, in bytes: to the
+ * end of the allocation, or of the span a capture window kept. */
 static unsigned long long reach(const ks_capture_param *p) {
-  return p->alloc_size > p->ptr_offset ? p->alloc_size - p->ptr_offset : 0;
+  return p->span_hi > p->ptr_offset ? p->span_hi - p->ptr_offset : 0;
 }
 
 /* The inferred length expression of pointer parameter `pi` over the
@@ -208,9 +209,11 @@ static const char *infer_length(ks_arena *a, const ks_kernel *k, const ptype *ty
       unsigned long long r = reach(p);
       /* Inexact only where the allocator visibly rounded (a size that is
        * a multiple of its granule): elsewhere slack is another array. */
+      bool whole = !p->span_lo && p->span_hi == p->alloc_size;
       if (v <= 0 || (unsigned long long)v > r / es ||
           (r != (unsigned long long)v * es &&
-           (r - (unsigned long long)v * es >= ALLOC_SLACK || p->alloc_size % ALLOC_SLACK)))
+           (r - (unsigned long long)v * es >= ALLOC_SLACK || p->alloc_size % ALLOC_SLACK ||
+            !whole)))
         cs.items[c].alive = false;
       else if (r != (unsigned long long)v * es)
         cs.items[c].exact = false;
@@ -274,15 +277,15 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
     if (b < i) {
       arg->kind = KS_ARG_BUFFER;
       arg->buffer = w->args.items[b].buffer;
-      arg->offset = p->ptr_offset;
+      arg->offset = p->ptr_offset - p->span_lo;
       ks_wbuffer *wb = &w->buffers.items[arg->buffer];
       if (!types[i].pointee_const)
         wb->role = KS_ROLE_INOUT;
       /* Parameters of different element types, or not aligned to it:
        * compared as bytes, exactly. */
-      if (types[i].dtype != wb->dtype || p->ptr_offset % ks_dtype_size(wb->dtype)) {
+      if (types[i].dtype != wb->dtype || arg->offset % ks_dtype_size(wb->dtype)) {
         wb->dtype = KS_DT_U8;
-        wb->count = p->alloc_size;
+        wb->count = p->span_hi - p->span_lo;
       }
       continue;
     }
@@ -294,7 +297,8 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
     ks_wbuffer *wb = ks_array_push(a, &w->buffers);
     wb->name = k->params.items[i].name[0] ? k->params.items[i].name
                                           : ks_arena_printf(a, "arg%zu", i);
-    wb->dtype = types[i].dtype != KS_DT_NONE && !(p->ptr_offset % ks_dtype_size(types[i].dtype))
+    unsigned long long at = p->ptr_offset - p->span_lo; /* in the snapshot */
+    wb->dtype = types[i].dtype != KS_DT_NONE && !(at % ks_dtype_size(types[i].dtype))
                     ? types[i].dtype : KS_DT_U8;
     wb->count = before->size / ks_dtype_size(wb->dtype);
     wb->role = types[i].pointee_const ? KS_ROLE_IN : KS_ROLE_INOUT;
@@ -308,7 +312,7 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
     }
     arg->kind = KS_ARG_BUFFER;
     arg->buffer = w->buffers.len - 1;
-    arg->offset = p->ptr_offset;
+    arg->offset = at;
   }
   /* A shared buffer turned to bytes has its count from the allocation;
    * keep the snapshot's size (the same, unless the capture is odd). */

@@ -456,6 +456,41 @@ static void library_captures_fake_launches(void **state) {
   ks_capture_close(&c);
 }
 
+/* With a window, the allocation over the limit is snapshotted around its
+ * pointer only, and the span is in the file; small ones stay whole. */
+static void library_captures_a_window(void **state) {
+  char cmd[8 * PATH_MAX];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && env KERNELSMITH_PROFILE_OUT=%s/p.jsonl "
+           "KERNELSMITH_CAPTURE='_Z4axpyPfS_fi,_Z3bigPf' KERNELSMITH_CAPTURE_OUT=%s "
+           "KERNELSMITH_CAPTURE_LIMIT=524288 KERNELSMITH_CAPTURE_WINDOW=4096 %s %s capture "
+           ">%s/stdout 2>%s/stderr",
+           tmpdir, tmpdir, tmp("window.kscap"), KS_INJECT_APP, KS_INJECT_LIB, tmpdir, tmpdir);
+  int rc = system(cmd);
+  assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  ks_ctx ctx = {0};
+  ks_capture c;
+  int ok = ks_capture_open(&ctx, tmp("window.kscap"), &c);
+  if (ok)
+    fprintf(stderr, "%s\n", ctx.error);
+  assert_int_equal(ok, 0);
+  assert_int_equal(c.launches.len, 2);
+  const ks_capture_param *x = &c.launches.items[0].params.items[0];
+  assert_int_equal(x->span_lo, 0);
+  assert_int_equal(x->span_hi, 512); /* whole */
+  const ks_capture_launch *big = &c.launches.items[1];
+  assert_string_equal(big->kernel, "_Z3bigPf");
+  assert_false(big->over_limit);
+  assert_int_equal(big->bytes_needed, 4096);
+  const ks_capture_param *b = &big->params.items[0];
+  assert_int_equal(b->alloc_size, 1 << 20);
+  assert_int_equal(b->span_lo, 0);
+  assert_int_equal(b->span_hi, 4096);
+  assert_int_equal(ks_capture_blob_find(&c, b->before)->size, 4096);
+  assert_int_equal(ks_capture_blob_find(&c, b->after)->size, 4096);
+  ks_capture_close(&c);
+}
+
 /* KERNELSMITH_CAPTURE_OUT unwritable: one stderr line, the program unchanged. */
 static void library_unwritable_capture_is_one_line(void **state) {
   char cmd[8 * PATH_MAX];
@@ -502,6 +537,7 @@ int main(void) {
       cmocka_unit_test(names_match_as_documented),
 #ifdef KS_INJECT_APP
       cmocka_unit_test(library_captures_fake_launches),
+      cmocka_unit_test(library_captures_a_window),
       cmocka_unit_test(library_unwritable_capture_is_one_line),
 #endif
   };

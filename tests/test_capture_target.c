@@ -526,6 +526,68 @@ static void struct_and_null_pointer(void **state) {
   ks_arena_release(&a);
 }
 
+/* A pooled allocation captured through a window: the buffer is the span,
+ * the parameters' offsets are into it, and only what the span proves is
+ * inferred (y's n floats end exactly at the span's end; x's do not). */
+static void windowed_allocation(void **state) {
+  (void)state;
+  const char *path = tmp("window.kscap");
+  cap c;
+  cap_open(&c, path);
+  float span[2048];
+  for (int i = 0; i < 2048; i++)
+    span[i] = (float)i;
+  unsigned long long b = blob(&c, span, sizeof span);
+  ks_capture_launch l = {.kernel = "_Z4axpyPfS_fi", .grid = {4, 1, 1}, .block = {256, 1, 1},
+                         .api = "cuLaunchKernel", .bytes_needed = sizeof span};
+  ptr(&c, &l, 0x100000, 1 << 20, 4096, b, b);
+  ptr(&c, &l, 0x100000, 1 << 20, 8192, b, b);
+  for (size_t i = 0; i < 2; i++) {
+    l.params.items[i].span_lo = 4096;
+    l.params.items[i].span_hi = 8192 + 4096;
+  }
+  float av = 2;
+  int n = 1024;
+  scalar(&c, &l, &av, 4);
+  scalar(&c, &l, &n, 4);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &l), 0);
+  cap_close(&c);
+
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "axpy", &cp, &a, &t, 0);
+  const ks_workload *w = &t.workloads[0];
+  assert_int_equal(w->buffers.len, 1);
+  assert_int_equal(w->buffers.items[0].count, 2048);
+  assert_int_equal(w->args.items[0].offset, 0);
+  assert_int_equal(w->args.items[1].offset, 4096);
+  unsigned long long len;
+  assert_false(ks_warg_length(w, &w->args.items[0], &len));
+  assert_true(ks_warg_length(w, &w->args.items[1], &len));
+  assert_int_equal(len, 1024);
+  ks_target_close(&t);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+
+  /* a span that does not hold its pointer is refused by the reader */
+  const char *badp = tmp("badspan.kscap");
+  cap_open(&c, badp);
+  b = blob(&c, span, 4096);
+  ks_capture_launch bl = {.kernel = "_Z4axpyPfS_fi", .grid = {1, 1, 1}, .block = {1, 1, 1},
+                          .api = "cuLaunchKernel"};
+  ptr(&c, &bl, 0x100000, 1 << 20, 0, b, b);
+  bl.params.items[0].span_lo = 8192;
+  bl.params.items[0].span_hi = 8192 + 4096;
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &bl), 0);
+  cap_close(&c);
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  assert_int_equal(ks_capture_open(&ctx, badp, &cp), -1);
+  assert_non_null(strstr(ctx.error, "'span' is not [lo, hi] within its allocation"));
+  ks_ctx_release(&ctx);
+}
+
 /* Without a capture, a kernel with no spec is told both ways to get one. */
 static void neither(void **state) {
   (void)state;
@@ -549,6 +611,7 @@ int main(void) {
       cmocka_unit_test(neither),
       cmocka_unit_test(drafted_spec),
       cmocka_unit_test(struct_and_null_pointer),
+      cmocka_unit_test(windowed_allocation),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -50,6 +50,8 @@ static struct {
   char *wanted;           /* KERNELSMITH_CAPTURE */
   uint64_t per_kernel;    /* launches to capture per kernel */
   uint64_t limit;         /* bytes of allocations per launch */
+  uint64_t window;        /* KERNELSMITH_CAPTURE_WINDOW: larger allocations
+                             are snapshotted only around their pointers */
   uint64_t launches;      /* launch records written */
   uint64_t next_blob;
   struct {
@@ -151,6 +153,7 @@ void ksrt_capture_init(void) {
   cap.wanted = strdup(wanted);
   cap.per_kernel = env_u64("KERNELSMITH_CAPTURE_LAUNCHES", 1);
   cap.limit = env_u64("KERNELSMITH_CAPTURE_LIMIT", (uint64_t)1 << 30);
+  cap.window = env_u64("KERNELSMITH_CAPTURE_WINDOW", 0);
   cap.pid = getpid();
   const char *trace = getenv("KERNELSMITH_INJECT_TRACE");
   cap.trace = trace && *trace == '1';
@@ -181,6 +184,9 @@ void ksrt_capture_finish(void) {
 typedef struct alloc {
   CUdeviceptr base;
   size_t size;
+  /* the bytes snapshotted, [lo, hi): all of them, or with a window the
+   * span from the lowest pointer into it to the highest plus the window */
+  size_t lo, hi;
   const char *memory;
   uint64_t before, after;   /* blob ids, 0: none */
   const char *not_captured; /* static text */
@@ -258,12 +264,13 @@ static void snapshot(pending *p, int after) {
       a->not_captured = "cuStreamSynchronize failed before the copy";
       continue;
     }
-    void *host = malloc(a->size ? a->size : 1);
+    size_t bytes = a->hi - a->lo;
+    void *host = malloc(bytes ? bytes : 1);
     if (!host) {
       a->not_captured = "out of host memory for the copy";
       continue;
     }
-    CUresult c = cap.cu.copy_dtoh(host, a->base, a->size);
+    CUresult c = cap.cu.copy_dtoh(host, a->base + a->lo, bytes);
     if (c != CUDA_SUCCESS) {
       a->not_captured = c == CUDA_ERROR_INVALID_VALUE ? "not accessible to cuMemcpyDtoH"
                                                       : "cuMemcpyDtoH failed";
@@ -273,8 +280,8 @@ static void snapshot(pending *p, int after) {
     ksrt_cap_blob *b = &p->blobs[p->l.nblobs];
     pthread_mutex_lock(&cap.lock);
     b->id = cap.next_blob++;
-    b->size = a->size;
-    int ok = cap.fd >= 0 && ksrt_cap_write_blob(cap.fd, b->id, host, a->size, &b->crc32) == 0;
+    b->size = bytes;
+    int ok = cap.fd >= 0 && ksrt_cap_write_blob(cap.fd, b->id, host, bytes, &b->crc32) == 0;
     if (!ok && cap.fd >= 0)
       stop_locked("snapshot");
     pthread_mutex_unlock(&cap.lock);
@@ -284,7 +291,7 @@ static void snapshot(pending *p, int after) {
       continue;
     }
     p->l.nblobs++;
-    p->l.bytes += a->size;
+    p->l.bytes += bytes;
     *(after ? &a->after : &a->before) = b->id;
   }
 }
@@ -418,9 +425,26 @@ static int read_params(pending *p, const launch_args *a) {
   if (!p->blobs)
     return -1;
   p->l.blobs = p->blobs;
-  for (size_t i = 0; i < p->nallocs; i++)
-    if (!p->allocs[i].not_captured)
-      p->l.bytes_needed += p->allocs[i].size;
+  for (size_t i = 0; i < p->nallocs; i++) {
+    alloc *al = &p->allocs[i];
+    al->lo = 0;
+    al->hi = al->size;
+    if (cap.window && al->size > cap.window) {
+      size_t lo = al->size, hi = 0;
+      for (size_t k = 0; k < n; k++)
+        if (!strcmp(p->params[k].kind, "pointer") && p->params[k].before == i) {
+          size_t off = (size_t)p->params[k].ptr_offset;
+          lo = off < lo ? off : lo;
+          hi = off > hi ? off : hi;
+        }
+      if (lo <= hi) {
+        al->lo = lo;
+        al->hi = hi + cap.window < al->size ? hi + cap.window : al->size;
+      }
+    }
+    if (!al->not_captured)
+      p->l.bytes_needed += al->hi - al->lo;
+  }
   return 0;
 }
 
@@ -493,6 +517,10 @@ static void on_exit_(const CUpti_CallbackData *cb) {
     const alloc *al = &p->allocs[q->before];
     q->memory = al->memory;
     q->alloc_size = al->size;
+    if (al->hi - al->lo != al->size) {
+      q->span_lo = al->lo;
+      q->span_hi = al->hi;
+    }
     q->before = al->before;
     q->after = al->after;
     q->not_captured = al->not_captured ? al->not_captured

@@ -59,6 +59,9 @@ typedef struct ksrt_cap_param {
   uint64_t base, alloc_size;    /* the allocation it points into */
   uint64_t ptr_offset;          /* the pointer minus base */
   uint64_t before, after;       /* blob ids of the snapshots; 0: none */
+  uint64_t span_lo, span_hi;    /* with KERNELSMITH_CAPTURE_WINDOW, the part
+                                   of the allocation snapshotted; both 0:
+                                   all of it */
   const char *not_captured;     /* why there is no snapshot, or NULL */
 } ksrt_cap_param;
 

@@ -163,6 +163,8 @@ static void put_param(out *o, const ksrt_cap_param *p) {
     put_string(o, p->memory ? p->memory : "unknown");
     putf(o, ",\"base\":\"0x%" PRIx64 "\",\"alloc_size\":%" PRIu64 ",\"ptr_offset\":%" PRIu64,
          p->base, p->alloc_size, p->ptr_offset);
+    if (p->span_hi)
+      putf(o, ",\"span\":[%" PRIu64 ",%" PRIu64 "]", p->span_lo, p->span_hi);
     put_blob_id(o, "before", p->before);
     put_blob_id(o, "after", p->after);
   }
