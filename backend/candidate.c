@@ -110,7 +110,7 @@ static const char *check_launches(ks_arena *arena, const char *code) {
 
 /* Reads the top-level declarations of `code` (namespaces and extern "C"
  * blocks are transparent) and checks each. */
-static const char *check_declarations(ks_arena *arena, const char *code) {
+static const char *check_declarations(ks_arena *arena, const char *code, ks_candidate_rule *rule) {
   const char *chunk = code;
   int transparent = 0; /* namespace / extern "C" braces open */
   for (const char *p = code; *p; p++) {
@@ -141,11 +141,16 @@ static const char *check_declarations(ks_arena *arena, const char *code) {
     bool record = has_word(chunk, p, "struct") || has_word(chunk, p, "class") ||
                   has_word(chunk, p, "union") || has_word(chunk, p, "enum");
     bool device = has_word(chunk, p, "__device__") || has_word(chunk, p, "__global__");
-    bool is_var = !paren || record || (*p == '{' && memchr(chunk, '=', (size_t)(p - chunk)));
+    /* An '=' before the parenthesis is an initializer (`x = f(...) {`);
+     * one after it, a default argument of a function. */
+    const char *eq = memchr(chunk, '=', (size_t)(p - chunk));
+    bool is_var = !paren || record || (*p == '{' && eq && eq < paren);
+    *rule = KS_CANDIDATE_HOST_FUNCTION;
     if (*p == '{' && paren && !record && !is_var && !device && !has_word(chunk, p, "operator"))
       return ks_arena_printf(arena, "line %u: host function '%s' (device code only: mark it "
                                     "__device__)",
                              line_of(code, paren), ident_before(arena, chunk, paren));
+    *rule = KS_CANDIDATE_STATE;
     if (has_word(chunk, p, "__managed__"))
       return ks_arena_printf(arena, "line %u: __managed__ variable (state outside the kernel's "
                                     "arguments is not allowed)",
@@ -163,6 +168,7 @@ static const char *check_declarations(ks_arena *arena, const char *code) {
     }
     if (*p == '{') { /* skip a body or an initializer */
       const char *close = ks_ctext_matching(p, p + strlen(p));
+      *rule = KS_CANDIDATE_MALFORMED;
       if (!close)
         return ks_arena_printf(arena, "line %u: unbalanced braces", line_of(code, p));
       p = close;
@@ -172,12 +178,22 @@ static const char *check_declarations(ks_arena *arena, const char *code) {
   return NULL;
 }
 
-const char *ks_candidate_check(ks_arena *arena, const char *source) {
+const char *ks_candidate_check_rule(ks_arena *arena, const char *source,
+                                    ks_candidate_rule *rule) {
   char *code = blank_lexical(arena, source);
+  ks_candidate_rule r = KS_CANDIDATE_INCLUDE;
   const char *why = check_includes(arena, source, code);
-  if (!why)
+  if (!why) {
+    r = KS_CANDIDATE_LAUNCH;
     why = check_launches(arena, code);
+  }
   if (!why)
-    why = check_declarations(arena, code);
+    why = check_declarations(arena, code, &r);
+  *rule = why ? r : KS_CANDIDATE_OK;
   return why;
+}
+
+const char *ks_candidate_check(ks_arena *arena, const char *source) {
+  ks_candidate_rule rule;
+  return ks_candidate_check_rule(arena, source, &rule);
 }

@@ -1,11 +1,9 @@
 /* capture: the capture file of `profile --capture` read, checked and written
  * (docs/capture-format.md). See ks_capture.h.
  *
- * The CRC-32 here repeats runtime/inject/capture_file.c's: the injection
- * library links nothing of ours, so the two cannot share code, and the
- * project links no zlib of its own (the libz that libcurl or LLVM bring
- * along is not ours to rely on). Both give zlib's values; the tests check
- * one against the other. */
+ * The CRC-32 is zlib's. The injection library has its own copy
+ * (runtime/inject/capture_file.c): it links nothing into the user's
+ * program; the tests check one against the other. */
 #include "ks_capture.h"
 
 #include <cjson/cJSON.h>
@@ -16,24 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 unsigned ks_capture_crc32(unsigned crc, const void *p, size_t n) {
-  static uint32_t table[256];
-  static int ready; /* a race only computes the same table twice */
-  if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
-    for (uint32_t i = 0; i < 256; i++) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; k++)
-        c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-  }
-  const unsigned char *s = p;
-  uint32_t c = ~(uint32_t)crc;
-  while (n--)
-    c = table[(c ^ *s++) & 0xff] ^ (c >> 8);
-  return ~c;
+  /* zlib answers a NULL buffer with the initial value, which would break a
+   * chain through an empty piece. */
+  return n ? (unsigned)crc32_z(crc, p, n) : crc;
 }
 
 static uint32_t get32(const unsigned char *p) {

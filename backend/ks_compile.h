@@ -77,5 +77,17 @@ int ks_compile(ks_ctx *ctx, const ks_compiler *c, const ks_compile_unit *units, 
 /* The candidate rules on `source`; NULL when it passes, else the reason, as
  * "line 12: host function 'helper' (device code only)". */
 const char *ks_candidate_check(ks_arena *arena, const char *source);
+/* Which rule a refused candidate broke (the LLM proposer counts its
+ * rejections by kind). */
+typedef enum ks_candidate_rule {
+  KS_CANDIDATE_OK,
+  KS_CANDIDATE_INCLUDE,       /* #include of a header that is not the toolkit's device headers */
+  KS_CANDIDATE_LAUNCH,        /* a device-side launch or allocation */
+  KS_CANDIDATE_HOST_FUNCTION, /* a function neither __device__ nor __global__ */
+  KS_CANDIDATE_STATE,         /* a __managed__ or mutable __device__ variable */
+  KS_CANDIDATE_MALFORMED,     /* unbalanced braces */
+} ks_candidate_rule;
+const char *ks_candidate_check_rule(ks_arena *arena, const char *source,
+                                    ks_candidate_rule *rule);
 
 #endif

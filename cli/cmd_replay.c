@@ -51,8 +51,7 @@ static bool wanted(const ks_strings *names, const ks_kernel *k) {
   return false;
 }
 
-static void print_output(ks_arena *a, const ks_workload *w, const ks_output_check *o) {
-  (void)a;
+static void print_output(const ks_workload *w, const ks_output_check *o) {
   if (!o->has_capture) {
     printf("    %-14s no snapshot after the launch to compare with\n", o->buffer);
     return;
@@ -123,7 +122,7 @@ static int replay_target(ks_ctx *ctx, ks_source_args *src, const ks_scan *scan,
     if (r.status != KS_RUN_OK)
       printf("    %s\n", r.error ? r.error : "the run failed");
     for (size_t o = 0; o < r.outputs.len; o++)
-      print_output(arena, wl, &r.outputs.items[o]);
+      print_output(wl, &r.outputs.items[o]);
     (*replayed)++;
     *failed += r.status != KS_RUN_OK || !r.within_tolerance;
   }
@@ -196,13 +195,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     goto fail;
   have_scan = true;
 
-  /* Launches of no kernel in the sources are said once each. */
-  for (size_t i = 0; i < cap.launches.len; i++) {
-    const ks_capture_launch *l = &cap.launches.items[i];
-    if (ks_profile_match(&arena, l->kernel, NULL, &scan.kernels, NULL) < 0)
-      ks_warn(ctx, "%s launch %llu: no kernel of that name under the paths scanned", l->kernel,
-              l->launch);
-  }
+  ks_capture_warn_unmatched(ctx, &cap, &scan, &arena);
   size_t replayed = 0, failed = 0;
   for (size_t i = 0; i < scan.kernels.len; i++) {
     const ks_kernel *k = &scan.kernels.items[i];

@@ -13,7 +13,6 @@
 #include "ks_cli.h"
 #include "ks_compile.h"
 #include "ks_optimize_report.h"
-#include "ks_profile.h"
 #include "ks_rules.h"
 #include "ks_specs.h"
 #include "ks_target.h"
@@ -435,21 +434,7 @@ int optimize_run(optimize_job *job) {
     if (rc)
       goto fail;
     opened_caps++;
-    /* Launches of kernels not under the paths are said, once per kernel
-     * and file: the usual cause is a path that misses the sources. */
-    ks_strings missing = {0};
-    for (size_t i = 0; i < caps[c].launches.len; i++) {
-      const char *name = caps[c].launches.items[i].kernel;
-      bool said = false;
-      for (size_t m = 0; m < missing.len && !said; m++)
-        said = !strcmp(missing.items[m], name);
-      if (!said && ks_profile_match(&arena, name, NULL, &scan.kernels, NULL) < 0) {
-        *ks_array_push(&arena, &missing) = name;
-        const char *d = ks_profile_demangle(&arena, name);
-        ks_warn(ctx, "%s: %s was captured but is not under the paths scanned; its launches are "
-                     "not used", caps[c].path, d ? d : name);
-      }
-    }
+    ks_capture_warn_unmatched(ctx, &caps[c], &scan, &arena);
   }
   bool have_capture = ncaps > 0;
 

@@ -9,8 +9,10 @@
  *   signature      one __global__, the parent's name, parameter list and
  *                  template header (whitespace and __restrict__ aside)
  *
- * The compile service's own candidate rules (ks_candidate_check) run last,
- * so an accepted child is never refused there. Messages quote identifiers
+ * Declarations (host functions, mutable __device__ and __managed__
+ * variables) are the compile service's own candidate rules
+ * (ks_candidate_check_rule), run last, so an accepted child is never
+ * refused there. Messages quote identifiers
  * and text through lt_quote, so they stay short. */
 #include <ctype.h>
 #include <stdarg.h>
@@ -230,71 +232,6 @@ static ks_reply_reason check_calls(checker *c) {
 
 /* ---- top-level declarations --------------------------------------------- */
 
-static bool has_word(const char *begin, const char *end, const char *word) {
-  size_t n = strlen(word);
-  for (const char *p = begin; p + n <= end; p++)
-    if (!strncmp(p, word, n) && (p == begin || !ks_ctext_is_ident_char(p[-1])) &&
-        (p + n == end || !ks_ctext_is_ident_char(p[n])))
-      return true;
-  return false;
-}
-
-/* Functions without __device__ or __global__ and mutable __device__
- * variables, at namespace scope (namespaces and extern "C" blocks are
- * looked into; bodies and records are skipped). */
-static ks_reply_reason check_declarations(checker *c) {
-  const char *code = c->code, *head = code;
-  int open_scopes = 0;
-  for (const char *p = code; *p; p++) {
-    if (*p == '}' && open_scopes > 0) {
-      open_scopes--;
-      head = p + 1;
-      continue;
-    }
-    if (*p != ';' && *p != '{')
-      continue;
-    if (*p == '{' && (has_word(head, p, "namespace") || has_word(head, p, "extern")) &&
-        !has_word(head, p, "struct") && !has_word(head, p, "class")) {
-      open_scopes++;
-      head = p + 1;
-      continue;
-    }
-    bool record = has_word(head, p, "struct") || has_word(head, p, "class") ||
-                  has_word(head, p, "union") || has_word(head, p, "enum");
-    const char *paren = memchr(head, '(', (size_t)(p - head));
-    const char *eq = memchr(head, '=', (size_t)(p - head));
-    bool function = *p == '{' && paren && !record && !(eq && eq < paren) &&
-                    !has_word(head, p, "operator");
-    bool device = has_word(head, p, "__device__") || has_word(head, p, "__global__");
-    if (function && !device) {
-      const char *e = paren;
-      while (e > head && isspace((unsigned char)e[-1]))
-        e--;
-      const char *s = e;
-      while (s > head && ks_ctext_is_ident_char(s[-1]))
-        s--;
-      return fail(c, KS_REPLY_HOST_CODE, "line %u: host function %s (device code only: mark "
-                  "helpers __device__)", line_of(code, (size_t)(paren - code)),
-                  quote_ident(c, s, e));
-    }
-    if (!function && !record && has_word(head, p, "__device__") && !paren &&
-        !has_word(head, p, "const") && !has_word(head, p, "constexpr") &&
-        !has_word(head, p, "__constant__"))
-      return fail(c, KS_REPLY_OUTSIDE_KERNEL,
-                  "line %u: a mutable __device__ variable (it would keep state between launches)",
-                  line_of(code, (size_t)(head - code) + strspn(head, " \t\n")));
-    if (*p == '{') {
-      const char *close = ks_ctext_matching(p, p + strlen(p));
-      if (!close)
-        return fail(c, KS_REPLY_MALFORMED, "line %u: unbalanced braces",
-                    line_of(code, (size_t)(p - code)));
-      p = close;
-    }
-    head = p + 1;
-  }
-  return KS_REPLY_OK;
-}
-
 /* ---- the signature ------------------------------------------------------ */
 
 static bool guard_present(const ks_strings *g, const char *text) {
@@ -381,12 +318,18 @@ ks_reply_reason lt_check_child(ks_arena *arena, const char **source, const ks_va
   ks_reply_reason r = check_directives(&c, parent);
   if (r == KS_REPLY_OK)
     r = check_calls(&c);
-  if (r == KS_REPLY_OK)
-    r = check_declarations(&c);
+  /* Declarations (host functions, state kept between launches) by the
+   * compile service's own candidate rules, so that an accepted child is
+   * never refused there. */
   if (r == KS_REPLY_OK) {
-    const char *why = ks_candidate_check(arena, c.src);
+    ks_candidate_rule rule;
+    const char *why = ks_candidate_check_rule(arena, c.src, &rule);
     if (why)
-      r = fail(&c, KS_REPLY_HOST_CODE, "%s", lt_quote(arena, why, strlen(why), 100));
+      r = fail(&c,
+               rule == KS_CANDIDATE_STATE       ? KS_REPLY_OUTSIDE_KERNEL
+               : rule == KS_CANDIDATE_MALFORMED ? KS_REPLY_MALFORMED
+                                                : KS_REPLY_HOST_CODE,
+               "%s", lt_quote(arena, why, strlen(why), 100));
   }
   if (r == KS_REPLY_OK)
     r = check_signature(&c, parent, guards);

@@ -314,17 +314,6 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
     arg->buffer = w->buffers.len - 1;
     arg->offset = at;
   }
-  /* A shared buffer turned to bytes has its count from the allocation;
-   * keep the snapshot's size (the same, unless the capture is odd). */
-  for (size_t b = 0; b < w->buffers.len; b++)
-    if (w->buffers.items[b].dtype == KS_DT_U8) {
-      const ks_capture_blob *blob = NULL;
-      for (size_t i = 0; i < cap->blobs.len && !blob; i++)
-        if (cap->blobs.items[i].offset == w->buffers.items[b].file_offset)
-          blob = &cap->blobs.items[i];
-      if (blob)
-        w->buffers.items[b].count = blob->size;
-    }
   return 0;
 }
 
@@ -474,4 +463,21 @@ int ks_capture_spec(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, const ks_
   t.spec.instance = t.capture_instance;
   *out = t.spec;
   return 0;
+}
+
+void ks_capture_warn_unmatched(ks_ctx *ctx, const ks_capture *cap, const ks_scan *scan,
+                               ks_arena *a) {
+  ks_strings said = {0};
+  for (size_t i = 0; i < cap->launches.len; i++) {
+    const char *name = cap->launches.items[i].kernel;
+    bool seen = false;
+    for (size_t m = 0; m < said.len && !seen; m++)
+      seen = !strcmp(said.items[m], name);
+    if (seen || ks_profile_match(a, name, NULL, &scan->kernels, NULL) >= 0)
+      continue;
+    *ks_array_push(a, &said) = name;
+    const char *d = ks_profile_demangle(a, name);
+    ks_warn(ctx, "%s: %s was captured but is not under the paths scanned; its launches are not "
+                 "used", cap->path, d ? d : name);
+  }
 }

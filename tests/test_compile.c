@@ -58,6 +58,9 @@ static void candidate_rules(void **state) {
                  "mutable __device__ variable 'cache'");
   expect_refused("__managed__ int m;\n__global__ void k() {}\n", "__managed__");
   expect_refused("namespace a {\nnamespace b {\nvoid h() {}\n}\n}\n", "line 3: host function 'h'");
+  /* a default argument's '=' does not make a function an initialized variable */
+  expect_refused("int scaled(int v, int k = 2) { return v * k; }\n__global__ void k() {}\n",
+                 "line 1: host function 'scaled'");
 }
 
 static ks_compiler compiler;
