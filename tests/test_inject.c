@@ -451,6 +451,22 @@ int main(int argc, char **argv) {
     for (uint32_t i = 0; i < 10; i++)
       runtime_launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, hot, 100 + 2 * i,
                      100 + 2 * i);
+  } else if (strcmp(scenario, "sampled-late") == 0) {
+    /* KERNELSMITH_PROFILE_SAMPLE=10 over 1000 ms. The first launch comes
+     * 150 ms after start-up (the period starts there, so it is timed);
+     * hot's second burst comes 150 ms later, in the off phase; late's first
+     * launches come after it, and wake timing. */
+    static const char hot[] = "_Z3hotv", late[] = "_Z4latev";
+    usleep(150 * 1000);
+    for (uint32_t i = 0; i < 20; i++)
+      driver_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, hot, 10 + 2 * i, 0);
+    usleep(150 * 1000);
+    for (uint32_t i = 0; i < 10; i++)
+      driver_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, hot, 100 + 2 * i, 0);
+    for (uint32_t i = 0; i < 5; i++) {
+      driver_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, late, 200 + 2 * i, 0);
+      usleep(10 * 1000);
+    }
   } else if (strcmp(scenario, "capture") == 0) {     capture_scenario();
   } else if (strcmp(scenario, "subscriber-taken") != 0) {
     return 2;
@@ -890,6 +906,28 @@ static void fake_sampled_counts_every_launch(void **state) {
   free(p);
 }
 
+/* Sampling's phases follow the launches: the first period starts at the
+ * first launch, not at start-up, and a kernel first seen in an untimed
+ * phase ends it, so a kernel that runs in a short burst is still timed. */
+static void fake_sampled_times_every_kernel(void **state) {
+  assert_int_equal(run_fake_env("sampled-late", "KERNELSMITH_PROFILE_SAMPLE=10 "
+                                                "KERNELSMITH_PROFILE_SAMPLE_PERIOD_MS=1000"),
+                   0);
+  assert_quiet_app();
+  char *p = child_file("fake.jsonl");
+  assert_non_null(p);
+  assert_non_null(strstr(p, ",\"name\":\"_Z3hotv\",\"launches\":30}"));
+  assert_non_null(strstr(p, ",\"name\":\"_Z4latev\",\"launches\":5}"));
+  int hot = count_of(p, "{\"type\":\"kernel\",\"name\":\"_Z3hotv\"");
+  int late = count_of(p, "{\"type\":\"kernel\",\"name\":\"_Z4latev\"");
+  /* all of the first burst; the second one only if the scheduler held
+   * the sampling thread 50 ms past its on phase */
+  assert_true(hot >= 20 && hot <= 30);
+  /* the first launch may beat the wake; the later ones may not */
+  assert_true(late >= 1);
+  free(p);
+}
+
 /* Another CUPTI client (Nsight, cuda-gdb) holds the process: one line on
  * stderr, no profile, the program unchanged. */
 static void fake_subscriber_taken(void **state) {
@@ -959,6 +997,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(fake_fork_child_writes_nothing),
       cmocka_unit_test(fake_threads_every_launch_once),
       cmocka_unit_test(fake_sampled_counts_every_launch),
+      cmocka_unit_test(fake_sampled_times_every_kernel),
       cmocka_unit_test(fake_subscriber_taken),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

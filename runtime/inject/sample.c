@@ -15,11 +15,18 @@
 /* Distinct kernels counted; more are left uncounted (and then timed
  * launches stand for them, as without sampling). */
 #define SLOTS 4096u
+/* A kernel's first launches wake timing when it is off, so that a kernel
+ * that runs only in a short burst (or only between two timed phases) is
+ * still timed: without that, a program whose kernels all run in 100 ms
+ * of an off phase would be counted and never timed. */
+#define FIRST_LAUNCHES 16u
 
 /* CUPTI hands the same symbol-name pointer for every launch of a function
  * in a module, so the pointer is the key and a launch costs a hash and an
  * atomic add; the name is copied once for the lines. The same name under
  * two pointers (two modules) is two slots, added up by the reader. */
+enum { PHASE_IDLE, PHASE_ON, PHASE_OFF };
+
 typedef struct slot {
   _Atomic(const char *) key;
   _Atomic(char *) name;
@@ -32,6 +39,10 @@ static struct {
   pthread_mutex_t lock; /* guards stopping */
   pthread_cond_t wake;
   bool stopping, running;
+  /* The toggler's phases: idle (timing on, no launch yet: the period
+   * starts at the first launch, not at start-up), on and off. */
+  _Atomic int phase;
+  atomic_bool wanted; /* a kernel's first launches came while not timed */
   pthread_t thread;
 } s = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
@@ -72,14 +83,21 @@ void ksrt_sample_count(const char *symbol) {
       }
     }
     if (k == symbol) {
-      atomic_fetch_add_explicit(&sl->launches, 1, memory_order_relaxed);
+      uint64_t n = atomic_fetch_add_explicit(&sl->launches, 1, memory_order_relaxed);
+      if (n < FIRST_LAUNCHES && atomic_load_explicit(&s.phase, memory_order_relaxed) != PHASE_ON &&
+          !atomic_exchange(&s.wanted, true)) {
+        pthread_mutex_lock(&s.lock);
+        pthread_cond_broadcast(&s.wake);
+        pthread_mutex_unlock(&s.lock);
+      }
       return;
     }
   }
 }
 
-/* Sleeps `ms` or until stopped; true when stopped. */
-static bool nap(unsigned ms) {
+/* Sleeps `ms` (forever when 0), until stopped, or, with `wake`, until a
+ * kernel's first launches want timing; true when stopped. */
+static bool nap(unsigned ms, bool wake) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += ms / 1000;
@@ -89,20 +107,32 @@ static bool nap(unsigned ms) {
     until.tv_nsec -= 1000000000L;
   }
   pthread_mutex_lock(&s.lock);
-  while (!s.stopping && pthread_cond_timedwait(&s.wake, &s.lock, &until) != ETIMEDOUT) {
+  while (!s.stopping && !(wake && atomic_load(&s.wanted))) {
+    if (ms ? pthread_cond_timedwait(&s.wake, &s.lock, &until) == ETIMEDOUT
+           : pthread_cond_wait(&s.wake, &s.lock) != 0)
+      break;
   }
   bool stopped = s.stopping;
   pthread_mutex_unlock(&s.lock);
   return stopped;
 }
 
+/* Timing is on when the thread starts; the first period starts with the
+ * first launch. An off phase ends early when a kernel's first launches
+ * come, and the on phase then starts over from there. */
 static void *toggler(void *arg) {
+  (void)arg;
   unsigned on = s.period_ms * s.percent / 100, off = s.period_ms - on;
+  if (nap(0, true))
+    return NULL;
   for (;;) {
-    if (nap(on))
+    atomic_store(&s.wanted, false);
+    atomic_store(&s.phase, PHASE_ON);
+    if (nap(on, false))
       return NULL;
+    atomic_store(&s.phase, PHASE_OFF);
     (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    bool stopped = nap(off);
+    bool stopped = nap(off, true);
     (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (stopped)
       return NULL;

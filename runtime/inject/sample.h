@@ -2,7 +2,9 @@
  * times kernels only P% of each period, which cuts the cost it adds to
  * every kernel on the GPU, while every launch is still counted by name
  * from the launch callbacks; the reader estimates each kernel's total from
- * its timed launches' mean and its count.
+ * its timed launches' mean and its count. Periods start at the first
+ * launch, and a kernel's first launches end an untimed phase early, so
+ * that every kernel gets timed launches however briefly it runs.
  *
  *   sample.c   the count table (lock-free, keyed by CUPTI's symbol name
  *              pointer) and the thread that turns kernel activity on and off
@@ -21,7 +23,8 @@
 unsigned ksrt_sample_init(void);
 unsigned ksrt_sample_period_ms(void);
 /* One launch of the kernel CUPTI names `symbol` (the callback's
- * symbolName; NULL is not counted). Safe from any thread. */
+ * symbolName; NULL is not counted); called before the launch. Safe from
+ * any thread. */
 void ksrt_sample_count(const char *symbol);
 /* Starts the thread that switches kernel activity off and on; activity is
  * on when it is called. */
