@@ -123,6 +123,8 @@ static int replay_target(ks_ctx *ctx, ks_source_args *src, const ks_scan *scan,
       printf("    %s\n", r.error ? r.error : "the run failed");
     for (size_t o = 0; o < r.outputs.len; o++)
       print_output(wl, &r.outputs.items[o]);
+    if ((r.status != KS_RUN_OK || !r.within_tolerance) && wl->windowed)
+      printf("   %s\n", ks_capture_window_hint(wl));
     (*replayed)++;
     *failed += r.status != KS_RUN_OK || !r.within_tolerance;
   }

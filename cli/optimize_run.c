@@ -76,7 +76,8 @@ static int replay_captures(ks_ctx *ctx, ks_judge *judge, kjob *kj, ks_arena *a) 
                                 o->capture_first_diff, o->capture_expected, o->capture_got);
       }
     if (why) {
-      ks_warn(ctx, "%s: captured %s left out: %s", t->subject.kernel, wl->size_name, why);
+      ks_warn(ctx, "%s: captured %s left out: %s%s", t->subject.kernel, wl->size_name, why,
+              ks_capture_window_hint(wl));
       lost_timed |= wl->timed;
       continue;
     }

@@ -84,6 +84,10 @@ size_t ks_capture_launches_of(ks_arena *a, const ks_capture *cap, const ks_scan 
  * `instance`: NULL for the first call; later ones pass t->capture_instance. */
 int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const char *instance,
                            ks_arena *arena);
+/* What to add when the original fails on, or does not reproduce, captured
+ * workload `w`: a hint when a capture window kept only part of an
+ * allocation (the kernel may reach beyond it), else "". */
+const char *ks_capture_window_hint(const ks_workload *w);
 /* One warning per captured kernel that is not under the paths scanned
  * (the usual cause: a path that misses the sources). */
 void ks_capture_warn_unmatched(ks_ctx *ctx, const ks_capture *cap, const ks_scan *scan,

@@ -294,6 +294,7 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
     if (!before)
       return ks_fail(ctx, "%s: launch %llu of %s: blob %llu is not in the file", cap->path,
                      l->launch, l->kernel, p->before);
+    w->windowed |= p->span_lo != 0 || p->span_hi != p->alloc_size;
     ks_wbuffer *wb = ks_array_push(a, &w->buffers);
     wb->name = k->params.items[i].name[0] ? k->params.items[i].name
                                           : ks_arena_printf(a, "arg%zu", i);
@@ -463,6 +464,12 @@ int ks_capture_spec(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, const ks_
   t.spec.instance = t.capture_instance;
   *out = t.spec;
   return 0;
+}
+
+const char *ks_capture_window_hint(const ks_workload *w) {
+  return w->windowed ? " (a capture window kept only part of an allocation, and the kernel may "
+                       "reach beyond it: capture again with a larger --capture-window)"
+                     : "";
 }
 
 void ks_capture_warn_unmatched(ks_ctx *ctx, const ks_capture *cap, const ks_scan *scan,

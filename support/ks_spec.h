@@ -180,6 +180,8 @@ typedef struct ks_workload {
   double flops;         /* from the spec, or 0 */
   bool captured;        /* the inputs are a capture's: the same for every
                            seed (one seed verifies them) */
+  bool windowed;        /* some buffer is only the span of its allocation
+                           that a capture window kept */
 } ks_workload;
 
 /* What len_<param> of buffer argument `a` is in `w`; false when unknown

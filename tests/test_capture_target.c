@@ -159,6 +159,8 @@ static void shared_allocation(void **state) {
   assert_int_equal(t.nworkloads, 1);
   assert_int_equal(t.ncaptured, 1);
   const ks_workload *w = &t.workloads[0];
+  assert_false(w->windowed);
+  assert_string_equal(ks_capture_window_hint(w), "");
   assert_true(w->captured);
   assert_true(w->timed);
   assert_string_equal(w->size_name, "capture0");
@@ -566,6 +568,9 @@ static void windowed_allocation(void **state) {
   assert_false(ks_warg_length(w, &w->args.items[0], &len));
   assert_true(ks_warg_length(w, &w->args.items[1], &len));
   assert_int_equal(len, 1024);
+  /* a replay that fails on it says the window may be why */
+  assert_true(w->windowed);
+  assert_non_null(strstr(ks_capture_window_hint(w), "larger --capture-window"));
   ks_target_close(&t);
   ks_capture_close(&cp);
   ks_arena_release(&a);
