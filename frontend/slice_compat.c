@@ -12,7 +12,9 @@
  *   size_t, but none of libc's or libstdc++'s headers. Fixed-width integers
  *   and limits come from libcu++ (cuda/std/...), float limits from
  *   definitions of our own, and anything in namespace std is missing. */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ks_ctext.h"
 #include "ks_toolkit.h"
@@ -108,11 +110,19 @@ bool ks_slice_toolkit_header(const ks_slicer *s, const char *path, const char **
   const char *last = NULL;
   for (const char *p = path ? strstr(path, "/include/") : NULL; p; p = strstr(p + 1, "/include/"))
     last = p;
-  if (last && !strstr(path, "/lib/clang/") && !strstr(path, "/cuda_wrappers/")) {
-    *rel = last + strlen("/include/");
-    return true;
+  if (!last || strstr(path, "/lib/clang/") || strstr(path, "/cuda_wrappers/"))
+    return false;
+  /* Only a header the toolkit has too: /usr/include/math.h is libc's (its
+   * M_PI is copied, not left to NVRTC, which has none). */
+  const char *name = last + strlen("/include/");
+  if (s->env->toolkit.include[0]) {
+    char full[4096];
+    int n = snprintf(full, sizeof full, "%s/%s", s->env->toolkit.include, name);
+    if (n < 0 || (size_t)n >= sizeof full || access(full, F_OK) != 0)
+      return false;
   }
-  return false;
+  *rel = name;
+  return true;
 }
 
 void ks_slice_add_prelude(ks_slicer *s, const char *text) {

@@ -281,6 +281,14 @@ static void toolkit_headers_are_included(void **state) {
   assert_null(strstr(sm->slice.source, "cuda_runtime.h"));
 }
 
+/* libc's math constants are plain numbers NVRTC lacks: defined in the
+ * slice, not mistaken for the toolkit's (and so left out). */
+static void libc_constants_are_defined(void **state) {
+  (void)state;
+  const sliced *g = ok("gelu_scaled(float *, int)");
+  assert_non_null(strstr(g->slice.source, "#define M_PI 3.14159265358979323846"));
+}
+
 static void dynamic_parallelism_needs_rdc(void **state) {
   const sliced *p = ok("parent(int *, int)");
   assert_true(has(&p->slice.options, "-rdc=true"));
@@ -408,6 +416,7 @@ int main(void) {
       cmocka_unit_test(macro_generated_kernels),
       cmocka_unit_test(header_kernels_keep_namespaces),
       cmocka_unit_test(toolkit_headers_are_included),
+      cmocka_unit_test(libc_constants_are_defined),
       cmocka_unit_test(dynamic_parallelism_needs_rdc),
       cmocka_unit_test(codegen_options_from_the_compile_command),
       cmocka_unit_test(what_a_slice_carries),

@@ -28,10 +28,12 @@ trap 'rm -rf "$tmp"' EXIT
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(dirname "$nvcc")/../lib64
 
 # name | source dir | sources (space-separated, first is the kernels') |
-# extra nvcc flags | arguments | kernels to capture
+# extra nvcc flags | arguments | kernels to capture | profile options
+# (softmax_forward's rows are 50257 floats wide, 3.1 GiB in and out: over
+# the default --capture-limit)
 programs=(
   "gelu_forward|$llmc/dev/cuda|gelu_forward.cu|--use_fast_math -lcublas -lcublasLt|1|gelu_forward_kernel1"
-  "softmax_forward|$llmc/dev/cuda|softmax_forward.cu|--use_fast_math -lcublas -lcublasLt|1|softmax_forward_kernel1"
+  "softmax_forward|$llmc/dev/cuda|softmax_forward.cu|--use_fast_math -lcublas -lcublasLt|1|softmax_forward_kernel1|--capture-limit 4294967296"
   "layernorm_forward|$llmc/dev/cuda|layernorm_forward.cu|--use_fast_math -lcublas -lcublasLt|3|layernorm_forward_kernel3"
   "matrixMul|$samples/Samples/0_Introduction/matrixMul|matrixMul.cu|-I$samples/Common||MatrixMulCUDA"
   "transpose|$samples/Samples/6_Performance/transpose|transpose.cu|-I$samples/Common||transposeNaive,transposeCoalesced"
@@ -50,7 +52,7 @@ write_json() {
 
 printf '%-18s %-36s %8s %s\n' program kernels "MiB" replay
 for p in "${programs[@]}"; do
-  IFS='|' read -r name src files flags args kernels <<<"$p"
+  IFS='|' read -r name src files flags args kernels popts <<<"$p"
   d=$tmp/$name
   mkdir -p "$d"
   srcs=()
@@ -64,7 +66,7 @@ d, cmd, f = sys.argv[1:4]
 json.dump([{"directory": d, "command": cmd, "file": f}], open(d + "/compile_commands.json", "w"))
 PY
   (cd "$d" && $cmd) >"$d/build.log" 2>&1 || { echo "$name: does not build"; tail -3 "$d/build.log"; continue; }
-  (cd "$d" && "$bin" -q profile -o "$d/prof.json" --capture "$kernels" -- ./"$name" $args) \
+  (cd "$d" && "$bin" -q profile -o "$d/prof.json" --capture "$kernels" $popts -- ./"$name" $args) \
     >"$d/run.out" 2>"$d/prof.err"
   prc=$?
   "$bin" -q replay "$d/capture.kscap" "$d" >"$d/replay.out" 2>"$d/replay.err"
@@ -89,7 +91,9 @@ row = {"program": name, "kernels": kernels, "profile_rc": int(prc), "replay_rc":
        "outputs_bit_for_bit": sum(1 for _, v in outputs if v == "bit for bit"),
        "outputs_within_tolerance": sum(1 for _, v in outputs if v == "within tolerance"),
        "outputs_differ": sum(1 for _, v in outputs if v == "DIFFERS"),
-       "replay_errors": err[-3:]}
+       "replay_errors": [l for l in err if "warning" in l or "error" in l][-6:],
+       "profile_messages": open(os.path.join(d, "prof.err")).read().strip().splitlines()[-6:],
+       "program_output": open(os.path.join(d, "run.out")).read().strip().splitlines()[-3:]}
 if int(orc) >= 0:
     try:
         o = json.load(open(os.path.join(d, "opt.json")))
@@ -108,6 +112,8 @@ import json,sys; r=json.loads(sys.argv[1])
 v=sorted({l['verdict'] for l in r['launches']}) or ['none']
 print(f\"{r['program']:<18} {r['kernels'][:36]:<36} {r['capture_mib']:8.1f} {', '.join(v)} ({len(r['launches'])} launches; outputs {r['outputs_bit_for_bit']} bit for bit, {r['outputs_within_tolerance']} within tolerance, {r['outputs_differ']} differ)\")
 for e in r['replay_errors']: print('    ' + e)
+if not r['launches']:
+    for e in r['profile_messages'] + r['program_output']: print('    | ' + e)
 if 'optimize' in r: print('    optimize:', r['optimize'])" "$line"
   rm -f "$d/capture.kscap"
 done
