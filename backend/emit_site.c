@@ -290,8 +290,9 @@ static const char *shadow_outputs(site_ctx *c) {
       goto out;
     }
     ks_dtype t = sb->dtype;
-    if (t == KS_DT_NONE && !ks_dtype_from_c(c->k->params.items[p].pointee
-                                                ? c->k->params.items[p].pointee : "", &t))
+    if (t == KS_DT_NONE && !ks_dtype_from_param(c->k->params.items[p].pointee
+                                                    ? c->k->params.items[p].pointee : "",
+                                                c->k->params.items[p].canon_pointee, &t))
       t = KS_DT_NONE;
     double atol = sb->atol, rtol = sb->rtol, da = 0, dr = 0;
     if (t != KS_DT_NONE)

@@ -179,11 +179,11 @@ static int view_params(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, ks_
       pv->pointee = p->pointee ? ks_ctext_substitute(arena, p->pointee, v->tnames.items,
                                                      v->tvalues.items, v->tnames.len)
                                : NULL;
-      if (!pv->pointee || !ks_dtype_from_c(pv->pointee, &pv->dtype))
+      if (!pv->pointee || !ks_dtype_from_param(pv->pointee, p->canon_pointee, &pv->dtype))
         pv->dtype = KS_DT_NONE;
       continue;
     }
-    if (!ks_dtype_from_c(pv->type, &pv->dtype))
+    if (!ks_dtype_from_param(pv->type, p->canon_type, &pv->dtype))
       return ks_spec_fail(ctx, spec->file, spec->line,
                           "scalar parameter '%s' has type '%s', which a spec cannot give yet",
                           p->name, pv->type);

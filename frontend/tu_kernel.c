@@ -73,6 +73,21 @@ static void add_param(ks_tu *tu, CXCursor p, ks_kernel *k) {
       out->pointee = ks_tu_type(tu, clang_getUnqualifiedType(pointee));
     }
   }
+  /* What a typedef names (llm.c's floatX): the element type of specs and
+   * captures. A dependent type has no canonical spelling worth keeping. */
+  CXType canon = clang_getCanonicalType(t);
+  if (out->kind != KS_PARAM_DEPENDENT) {
+    if (out->kind == KS_PARAM_POINTER) {
+      CXType cp = clang_getPointeeType(canon);
+      const char *c = cp.kind != CXType_Invalid ? ks_tu_type(tu, clang_getUnqualifiedType(cp)) : NULL;
+      if (c && out->pointee && strcmp(c, out->pointee) && !strstr(c, "type-parameter"))
+        out->canon_pointee = c;
+    } else {
+      const char *c = ks_tu_type(tu, clang_getUnqualifiedType(canon));
+      if (c && strcmp(c, out->type) && !strstr(c, "type-parameter"))
+        out->canon_type = c;
+    }
+  }
   const char *text = ks_tu_range_text(tu, ks_tu_extent(tu, p));
   out->grid_constant = text && strstr(text, "__grid_constant__");
 }

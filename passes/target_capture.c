@@ -52,7 +52,7 @@ static void param_types(ks_arena *a, const ks_kernel *k, const char *targs, ptyp
     const char *c = t->pointer ? p->pointee : p->type;
     if (c && nt)
       c = ks_ctext_substitute(a, c, names, values, nt);
-    if (!c || !ks_dtype_from_c(c, &t->dtype))
+    if (!c || !ks_dtype_from_param(c, t->pointer ? p->canon_pointee : p->canon_type, &t->dtype))
       t->dtype = KS_DT_NONE;
     /* `T *` substituted to `const float *` keeps its const in the text. */
     if (t->pointer && c && !strncmp(c, "const ", 6))

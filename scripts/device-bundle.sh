@@ -29,11 +29,13 @@ if [ -f $build/runtime/inject/libkernelsmith_inject.so ]; then
   [ -x $build/tests/test_inject ] && cp $build/tests/test_inject "$stage/bin/"
 fi
 
-# Every library the binaries load, except the C runtime and the CUDA toolkit's
-# own (the GPU machine has those, at the same paths).
+# Every library the binaries load, except the C and C++ runtimes and the CUDA
+# toolkit's own (the GPU machine has those, at the same paths; its C++ runtime
+# is as new or newer, and an older one on LD_LIBRARY_PATH would break the
+# programs profiled there that its g++ built).
 for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libnvrtc*|libcuda.so*|libcupti*) ;;
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libnvrtc*|libcuda.so*|libcupti*) ;;
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done

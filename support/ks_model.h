@@ -41,6 +41,8 @@ typedef struct ks_param {
   const char *type;     /* as clang spells it: "const float *__restrict" */
   ks_param_kind kind;
   const char *pointee;  /* pointee type without qualifiers ("float"); pointers only */
+  const char *canon_type;    /* the canonical types where a typedef hides them */
+  const char *canon_pointee; /* ("floatX" -> "__nv_bfloat16"), else NULL */
   bool pointee_const;   /* pointer to const: the kernel promises not to write */
   bool is_const;        /* the parameter itself is const */
   bool is_restrict;     /* __restrict__ pointer */

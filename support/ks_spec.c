@@ -76,6 +76,10 @@ static bool named_dtype(const char *w, ks_dtype *out) {
   return false;
 }
 
+bool ks_dtype_from_param(const char *spelled, const char *canon, ks_dtype *out) {
+  return ks_dtype_from_c(spelled, out) || (canon && ks_dtype_from_c(canon, out));
+}
+
 bool ks_dtype_from_c(const char *c_type, ks_dtype *out) {
   if (!c_type)
     return false;

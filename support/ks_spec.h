@@ -41,6 +41,10 @@ bool ks_dtype_is_float(ks_dtype t);
 /* From a C/CUDA type as clang spells it ("float", "const unsigned int",
  * "__half", "int64_t", "size_t"); false for anything else (structs, T). */
 bool ks_dtype_from_c(const char *c_type, ks_dtype *out);
+/* The element type of a parameter: of `spelled` (its type, or its pointee's,
+ * template arguments substituted), else of `canon`, the canonical type a
+ * typedef hides (ks_param's canon_type / canon_pointee; may be NULL). */
+bool ks_dtype_from_param(const char *spelled, const char *canon, ks_dtype *out);
 /* From a spec's short name ("f32", "float", "i64", "bf16"). */
 bool ks_dtype_parse(const char *name, ks_dtype *out);
 /* The default tolerance of outputs of this type (0, 0 for integers: exact):

@@ -528,6 +528,49 @@ static void struct_and_null_pointer(void **state) {
   ks_arena_release(&a);
 }
 
+/* A typedef'd element type (llm.c's floatX): the buffers are bf16, so the
+ * lengths are inferred in elements (N each), not left unknown. */
+static void typedef_element_type(void **state) {
+  (void)state;
+  const char *path = tmp("relu.kscap");
+  cap c;
+  cap_open(&c, path);
+  unsigned short in[100], out[100];
+  for (int i = 0; i < 100; i++)
+    in[i] = (unsigned short)(0x3f80 + i), out[i] = in[i];
+  unsigned long long bi = blob(&c, in, sizeof in), bo = blob(&c, out, sizeof out);
+  ks_capture_launch l = {.kernel = "_Z6relu_xP13__nv_bfloat16PKS_i", .grid = {1, 1, 1},
+                         .block = {256, 1, 1}, .device = 0, .api = "cuLaunchKernel",
+                         .bytes_needed = 400};
+  ptr(&c, &l, 0x7f0000000000ull, 200, 0, bo, bo);
+  ptr(&c, &l, 0x7f0000100000ull, 200, 0, bi, bi);
+  int n = 100;
+  scalar(&c, &l, &n, 4);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &l), 0);
+  cap_close(&c);
+
+  const ks_kernel *k = kernel("relu_x");
+  assert_string_equal(k->params.items[0].pointee, "floatX");
+  assert_string_equal(k->params.items[0].canon_pointee, "__nv_bfloat16");
+  assert_null(k->params.items[2].canon_type);
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "relu_x", &cp, &a, &t, 0);
+  const ks_workload *w = &t.workloads[0];
+  assert_int_equal(w->buffers.len, 2);
+  assert_int_equal(w->buffers.items[0].dtype, KS_DT_BF16);
+  assert_int_equal(w->buffers.items[0].count, 100);
+  unsigned long long len = 0;
+  assert_true(ks_warg_length(w, &w->args.items[0], &len));
+  assert_int_equal(len, 100);
+  assert_true(ks_warg_length(w, &w->args.items[1], &len));
+  assert_int_equal(len, 100);
+  ks_target_close(&t);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+}
+
 /* A pooled allocation captured through a window: the buffer is the span,
  * the parameters' offsets are into it, and only what the span proves is
  * inferred (y's n floats end exactly at the span's end; x's do not). */
@@ -617,6 +660,7 @@ int main(void) {
       cmocka_unit_test(drafted_spec),
       cmocka_unit_test(struct_and_null_pointer),
       cmocka_unit_test(windowed_allocation),
+      cmocka_unit_test(typedef_element_type),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,7 +13,8 @@
 #   bench/capture/real.sh LLM_C_DIR CUDA_SAMPLES_DIR
 #
 # KS_BIN (default build/cli/kernelsmith-cc), KS_RESULTS (default
-# bench/results), NVCC. Prints a table and writes
+# bench/results), KS_PROGRAMS (names to run; default all), KS_KEEP_LOGS (a directory for each search's log and the
+# patch `apply` would make), NVCC. Prints a table and writes
 # bench/results/capture-real-<gpu>-<date>.json.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,6 +54,7 @@ write_json() {
 printf '%-18s %-36s %8s %s\n' program kernels "MiB" replay
 for p in "${programs[@]}"; do
   IFS='|' read -r name src files flags args kernels popts <<<"$p"
+  [ -z "${KS_PROGRAMS:-}" ] || [[ " $KS_PROGRAMS " == *" $name "* ]] || continue
   d=$tmp/$name
   mkdir -p "$d"
   srcs=()
@@ -76,6 +78,12 @@ PY
     (cd "$d" && "$bin" optimize --capture "$d/capture.kscap" --max-seconds "$secs" --json "$d" \
       >"$d/opt.json" 2>"$d/opt.err")
     orc=$?
+    # the patch apply would make (a diff; nothing is written)
+    (cd "$d" && "$bin" apply "$d" >"$d/patch.diff" 2>"$d/apply.err")
+    if [ -n "${KS_KEEP_LOGS:-}" ]; then
+      mkdir -p "$KS_KEEP_LOGS" && cp "$d/opt.err" "$KS_KEEP_LOGS/$name.optimize.log" &&
+        cp "$d/patch.diff" "$KS_KEEP_LOGS/$name.patch" && cp "$d/apply.err" "$KS_KEEP_LOGS/$name.apply.err"
+    fi
   fi
   line=$(python3 - "$name" "$kernels" "$d" "$prc" "$rrc" "$orc" <<'PY'
 import json, os, re, sys
@@ -102,6 +110,11 @@ if int(orc) >= 0:
                             "note": k.get("note")} for k in o.get("kernels", [])]
     except Exception as e:
         row["optimize"] = "no JSON (%s)" % e.__class__.__name__
+    best = re.findall(r"best ([0-9.]+x [^,]*),", open(os.path.join(d, "opt.err")).read())
+    row["optimize_best"] = best[-1] if best else None
+    patch = open(os.path.join(d, "patch.diff")).read()
+    row["patch_sites_dispatched"] = patch.count("ks_site.take(")
+    row["apply_notes"] = open(os.path.join(d, "apply.err")).read().strip().splitlines()[-4:]
 print(json.dumps(row))
 PY
 )
@@ -114,7 +127,8 @@ print(f\"{r['program']:<18} {r['kernels'][:36]:<36} {r['capture_mib']:8.1f} {', 
 for e in r['replay_errors']: print('    ' + e)
 if not r['launches']:
     for e in r['profile_messages'] + r['program_output']: print('    | ' + e)
-if 'optimize' in r: print('    optimize:', r['optimize'])" "$line"
+if 'optimize' in r: print('    optimize:', r['optimize'], r.get('optimize_best'), 'sites dispatched:', r.get('patch_sites_dispatched'))
+for e in r.get('apply_notes', []): print('    apply: ' + e)" "$line"
   rm -f "$d/capture.kscap"
 done
 write_json

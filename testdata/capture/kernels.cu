@@ -1,5 +1,6 @@
 // Kernels with no spec, for optimize from captured launches
 // (tests/test_capture_target.c writes captures of them).
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 __global__ void axpy(float *x, float *y, float a, int n) {
@@ -47,4 +48,16 @@ __global__ void masked_scale(Params p, const float *in, float *out, const int *m
 
 void run_masked_scale(Params p, const float *in, float *out, const int *mask) {
   masked_scale<<<(p.n + 255) / 256, 256>>>(p, in, out, mask);
+}
+
+// The element type behind a typedef, as llm.c writes it.
+typedef __nv_bfloat16 floatX;
+__global__ void relu_x(floatX *out, const floatX *inp, int N) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N)
+    out[i] = (float)inp[i] > 0.0f ? inp[i] : floatX(0.0f);
+}
+
+void run_relu_x(floatX *out, const floatX *inp, int N) {
+  relu_x<<<(N + 255) / 256, 256>>>(out, inp, N);
 }
