@@ -84,6 +84,7 @@ typedef struct ks_profile {
   unsigned sample_percent;      /* 0: every kernel timed; else the percent
                                    of the time kernels were timed
                                    (profile --sample) */
+  unsigned sample_after_ms;     /* sampled: every launch timed this long first */
   double total_ms;          /* kernel time, all kernels */
   ks_profile_kernels kernels;   /* most total time first */
 } ks_profile;

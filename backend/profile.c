@@ -215,6 +215,9 @@ static const char *take_line(ks_profile *p, sums *s, line_state *st, const cJSON
     if (!u64_field(o, "percent", &percent) || !percent || percent > 100)
       return "a sample line whose \"percent\" is not from 1 to 100";
     p->sample_percent = (unsigned)percent;
+    unsigned long long after;
+    if (u64_field(o, "after_ms", &after))
+      p->sample_after_ms = (unsigned)after;
   } else if (!strcmp(t, "count")) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(o, "pid");
@@ -802,12 +805,20 @@ void ks_profile_print(FILE *out, const ks_profile *p, const ks_profile_print_opt
   else if (!p->kernels.len)
     fprintf(out, "note: no kernel ran on the GPU\n");
   if (p->sample_percent) {
+    /* Said only where it changed a number: a run shorter than the fully
+     * timed start is exact. */
     size_t estimated = 0;
     for (size_t i = 0; i < p->kernels.len; i++)
       estimated += p->kernels.items[i].sampled_launches > 0;
-    fprintf(out, "note: sampled: kernels were timed %u%% of the time and every launch counted; "
-                 "%zu kernel%s' totals are their timed launches' mean times their launches\n",
-            p->sample_percent, estimated, estimated == 1 ? "" : "s");
+    char after[64] = "";
+    if (p->sample_after_ms)
+      snprintf(after, sizeof after, " after the first %.1f s", p->sample_after_ms / 1000.0);
+    if (estimated)
+      fprintf(out,
+              "note: sampled: every launch was counted, and kernels were timed %u%% of the "
+              "time%s; for %zu kernel%s the total is the timed launches' mean times the "
+              "launches (--sample 100 times every launch)\n",
+              p->sample_percent, after, estimated, estimated == 1 ? "" : "s");
   }
   if (p->dropped)
     fprintf(out, "note: CUPTI dropped %llu record%s (its buffers were full): the numbers count "

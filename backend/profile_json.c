@@ -83,8 +83,10 @@ int ks_profile_write_json(ks_ctx *ctx, FILE *out, const ks_profile *p) {
   cJSON_AddNumberToObject(root, "dropped", (double)p->dropped);
   cJSON_AddNumberToObject(root, "truncated_lines", p->truncated_lines);
   cJSON_AddNumberToObject(root, "launches", (double)p->launches);
-  if (p->sample_percent)
+  if (p->sample_percent) {
     cJSON_AddNumberToObject(root, "sample_percent", p->sample_percent);
+    cJSON_AddNumberToObject(root, "sample_after_ms", p->sample_after_ms);
+  }
   cJSON_AddNumberToObject(root, "total_ms", p->total_ms);
   cJSON *ks = cJSON_AddArrayToObject(root, "kernels");
   for (size_t i = 0; i < p->kernels.len; i++)
@@ -229,6 +231,8 @@ int ks_profile_load(ks_ctx *ctx, const char *path, ks_profile *out) {
     out->launches = (unsigned long long)get_num(&r, root, "launches");
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(root, "sample_percent");
     out->sample_percent = cJSON_IsNumber(sp) ? (unsigned)sp->valuedouble : 0;
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(root, "sample_after_ms");
+    out->sample_after_ms = cJSON_IsNumber(sa) ? (unsigned)sa->valuedouble : 0;
     out->total_ms = get_num(&r, root, "total_ms");
     const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels"), *k;
     if (!cJSON_IsArray(ks) && !r.bad)

@@ -59,10 +59,13 @@ static const char usage[] =
     "      --capture-window BYTES  snapshot an allocation larger than this only\n"
     "                       from its lowest pointer to its highest plus BYTES\n"
     "                       (pooled memory: one allocation for many tensors)\n"
-    "      --sample P       time kernels only P% of the time (1-99) and count\n"
-    "                       every launch: each kernel's total is its timed\n"
-    "                       launches' mean times its launches. Cuts the cost\n"
-    "                       CUPTI adds to every kernel on the GPU\n"
+    "      --sample P       after the first --sample-after ms, time kernels only\n"
+    "                       P% of the time (1-100, default 20; 100: every\n"
+    "                       launch) and count every launch: a kernel's total is\n"
+    "                       then its timed launches' mean times its launches.\n"
+    "                       Cuts the cost CUPTI adds to every kernel on the GPU\n"
+    "      --sample-after MS  time every launch for this long from the first\n"
+    "                       (default 2000: shorter runs are timed whole)\n"
     KS_SOURCE_HELP
     "  -h, --help           show this help\n"
     "\n"
@@ -127,14 +130,17 @@ typedef struct inject_opts {
   long long limit;
   const char *path; /* the capture file */
   long long window; /* --capture-window: 0, whole allocations */
-  unsigned sample;  /* percent of the time kernels are timed; 0: all */
+  unsigned sample;  /* percent of the time kernels are timed; 100: all */
+  long after_ms;    /* every launch timed this long from the first */
 } inject_opts;
 
 static void inject_env(const inject_opts *co) {
-  if (co->sample) {
-    char p[16];
+  if (co->sample < 100) {
+    char p[24];
     snprintf(p, sizeof p, "%u", co->sample);
     setenv("KERNELSMITH_PROFILE_SAMPLE", p, 1);
+    snprintf(p, sizeof p, "%ld", co->after_ms);
+    setenv("KERNELSMITH_PROFILE_SAMPLE_AFTER_MS", p, 1);
   }
   if (!co->names)
     return;
@@ -278,6 +284,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                                        {"capture-limit", required_argument, NULL, 1003},
                                        {"sample", required_argument, NULL, 1004},
                                        {"capture-window", required_argument, NULL, 1005},
+                                       {"sample-after", required_argument, NULL, 1006},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   /* Options and paths stop at "--"; without one, at the first word that is
@@ -292,7 +299,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   ks_arena arena = KS_ARENA_INIT;
   const char *output = NULL;
   long rows = 20;
-  inject_opts co = {NULL, 1, 1LL << 30, NULL, 0, 0};
+  inject_opts co = {NULL, 1, 1LL << 30, NULL, 0, 20, 2000};
   bool capture_tuned = false;                   /* --launches or --capture-limit given */
   int rc = KS_EXIT_OK, c;
   opterr = 0;
@@ -338,13 +345,23 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
     }
     case 1004: {
       long v = ks_parse_count(optarg);
-      if (v < 1 || v > 99) {
+      if (v < 1 || v > 100) {
         rc = ks_usage_error(ctx, &ks_cmd_profile,
-                            "--sample takes the percent of the time kernels are timed, 1 to 99, "
+                            "--sample takes the percent of the time kernels are timed, 1 to 100, "
                             "not '%s'", optarg);
         goto out;
       }
       co.sample = (unsigned)v;
+      break;
+    }
+    case 1006: {
+      long v = ks_parse_count(optarg);
+      if (v < 0 || v > 3600000) {
+        rc = ks_usage_error(ctx, &ks_cmd_profile,
+                            "--sample-after takes milliseconds, 0 to 3600000, not '%s'", optarg);
+        goto out;
+      }
+      co.after_ms = v;
       break;
     }
     case 'h':

@@ -200,29 +200,42 @@ check "... saying what it goes with" grep -q "go with --capture" "$tmp/6.err"
 "$bin" profile --capture saxpy_kernel --launches 0 -- true >/dev/null 2>&1
 check "--launches 0: usage error" [ $? -eq 2 ]
 
-# --sample: the library is asked for it; a sampled run's counts make the
-# totals (the stand-in writes what the library would: 2 of 8 saxpy
-# launches timed).
+# Sampling, the default: the library is asked for 20% after 2 s; a sampled
+# run's counts make the totals (the stand-in writes what the library would:
+# 2 of 8 saxpy launches timed).
 cat >"$tmp/sampled.sh" <<'EOF'
 . "$(dirname "$0")/lines.sh"
 start
-echo "{\"type\":\"sample\",\"percent\":$KERNELSMITH_PROFILE_SAMPLE,\"period_ms\":500}" >>"$KERNELSMITH_PROFILE_OUT"
+echo "{\"type\":\"sample\",\"percent\":$KERNELSMITH_PROFILE_SAMPLE,\"period_ms\":500,\"after_ms\":$KERNELSMITH_PROFILE_SAMPLE_AFTER_MS}" >>"$KERNELSMITH_PROFILE_OUT"
 kline $SAXPY 0 200000
 kline $SAXPY 300000 200000
 echo '{"type":"count","pid":1,"name":"_Z12saxpy_kernelifPfS_","launches":8}' >>"$KERNELSMITH_PROFILE_OUT"
 echo '{"type":"end","kernels":2,"time_ns":2}' >>"$KERNELSMITH_PROFILE_OUT"
 EOF
-"$bin" profile --sample 25 -o "$tmp/sampled.json" "$data/apps" -- sh "$tmp/sampled.sh" \
+"$bin" profile -o "$tmp/sampled.json" "$data/apps" -- sh "$tmp/sampled.sh" \
   >/dev/null 2>"$tmp/sampled.err"
-check "--sample: exit 0" [ $? -eq 0 ]
+check "default sampling: exit 0" [ $? -eq 0 ]
 check "... the profile says it, totals estimated" python3 -c "
 import json,sys; p=json.load(open('$tmp/sampled.json'))
 k=p['kernels'][0]
-sys.exit(0 if p['sample_percent'] == 25 and k['launches'] == 8 and k['sampled_launches'] == 2
-         and abs(k['total_ms'] - 1.6) < 1e-9 else 1)"
-check "... and the table's note" grep -q "note: sampled: kernels were timed 25% of the time" "$tmp/sampled.err"
-"$bin" profile --sample 100 -- true >/dev/null 2>&1
-check "--sample 100: usage error" [ $? -eq 2 ]
+sys.exit(0 if p['sample_percent'] == 20 and p['sample_after_ms'] == 2000 and k['launches'] == 8
+         and k['sampled_launches'] == 2 and abs(k['total_ms'] - 1.6) < 1e-9 else 1)"
+check "... and the table's note" grep -q "note: sampled: every launch was counted, and kernels were timed 20% of the time after the first 2.0 s; for 1 kernel the total is" "$tmp/sampled.err"
+"$bin" profile --sample 25 --sample-after 0 -o "$tmp/sampled25.json" "$data/apps" -- \
+  sh "$tmp/sampled.sh" >/dev/null 2>&1
+check "--sample 25 --sample-after 0: asked for" python3 -c "
+import json,sys; p=json.load(open('$tmp/sampled25.json'))
+sys.exit(0 if p['sample_percent'] == 25 and p['sample_after_ms'] == 0 else 1)"
+# --sample 100 times every launch: the library is not asked to sample
+cat >"$tmp/exact.sh" <<'EOF'
+echo "sample=${KERNELSMITH_PROFILE_SAMPLE:-none}"
+EOF
+"$bin" profile --sample 100 -o "$tmp/exact.json" -- sh "$tmp/exact.sh" >"$tmp/exact.out" 2>/dev/null
+check "--sample 100: no sampling asked for" grep -qx "sample=none" "$tmp/exact.out"
+"$bin" profile --sample 101 -- true >/dev/null 2>&1
+check "--sample 101: usage error" [ $? -eq 2 ]
+"$bin" profile --sample-after -5 -- true >/dev/null 2>&1
+check "--sample-after -5: usage error" [ $? -eq 2 ]
 
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

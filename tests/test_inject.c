@@ -894,7 +894,7 @@ static void fake_sampled_counts_every_launch(void **state) {
   assert_quiet_app();
   char *p = child_file("fake.jsonl");
   assert_non_null(p);
-  assert_int_equal(count_of(p, "{\"type\":\"sample\",\"percent\":50,\"period_ms\":200}"), 1);
+  assert_int_equal(count_of(p, "{\"type\":\"sample\",\"percent\":50,\"period_ms\":200,\"after_ms\":0}"), 1);
   /* the last count line before the end line has them all */
   const char *last = strstr(p, ",\"name\":\"_Z3hotv\",\"launches\":20}\n{\"type\":\"end\"");
   assert_non_null(last);

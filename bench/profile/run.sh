@@ -115,7 +115,7 @@ for r in json.loads(sys.argv[1]):
 
 # The same under --sample: launches counted, times estimated from the
 # sampled ones.
-(cd "$tmp" && "$bin" -q profile --sample "${KS_SAMPLE:-20}" -o "$tmp/pipeline-sampled.json" -- \
+(cd "$tmp" && "$bin" -q profile --sample "${KS_SAMPLE:-20}" --sample-after 0 -o "$tmp/pipeline-sampled.json" -- \
   ./pipeline 200 26) >"$tmp/pipeline-s.out" 2>"$tmp/pipeline-s.err"
 sampled=$(python3 - "$tmp/pipeline-s.out" "$tmp/pipeline-sampled.json" <<'PY'
 import json, re, sys
@@ -150,7 +150,8 @@ runp() { # iterations [inject] -> seconds
   if [ -n "${2:-}" ]; then
     (cd "$tmp" && CUDA_INJECTION64_PATH=$lib KERNELSMITH_PROFILE_OUT=$tmp/long.jsonl \
       KERNELSMITH_INJECT_CALLBACKS=$([ "$2" = nocb ] && echo 0 || echo 1) \
-      KERNELSMITH_PROFILE_SAMPLE=$([ "$2" = sample ] && echo "$sample" || echo 0) \
+      KERNELSMITH_PROFILE_SAMPLE=$(case $2 in sample|default) echo "$sample";; *) echo 0;; esac) \
+      KERNELSMITH_PROFILE_SAMPLE_AFTER_MS=$([ "$2" = default ] && echo 2000 || echo 0) \
       ./pipeline "$1" 24) >/dev/null 2>&1
   else
     (cd "$tmp" && ./pipeline "$1" 24) >/dev/null 2>&1
@@ -160,17 +161,19 @@ runp() { # iterations [inject] -> seconds
 }
 long_iters=${KS_LONG_ITERATIONS:-40000}
 sample=${KS_SAMPLE:-20}
-s0=(); s1=(); l0=(); l1=(); l2=(); l3=()
+s0=(); s1=(); l0=(); l1=(); l2=(); l3=(); l4=()
 for r in 1 2 3; do
   s0+=("$(runp 1)"); s1+=("$(runp 1 inject)")
   l0+=("$(runp "$long_iters")"); l1+=("$(runp "$long_iters" inject)")
   l2+=("$(runp "$long_iters" nocb)"); l3+=("$(runp "$long_iters" sample)")
+  l4+=("$(runp "$long_iters" default)")
 done
-overhead=$(python3 - "$long_iters" "${s0[*]}" "${s1[*]}" "${l0[*]}" "${l1[*]}" "${l2[*]}" "${l3[*]}" "$sample" <<'PY'
+overhead=$(python3 - "$long_iters" "${s0[*]}" "${s1[*]}" "${l0[*]}" "${l1[*]}" "${l2[*]}" "${l3[*]}" "$sample" "${l4[*]}" <<'PY'
 import json, statistics as st, sys
 it = int(sys.argv[1])
 s0, s1, l0, l1, l2, l3 = (st.median(map(float, a.split())) for a in sys.argv[2:8])
 sample = int(sys.argv[8])
+l4 = st.median(map(float, sys.argv[9].split()))
 launches = 4 * it
 startup = s1 - s0
 per_launch_us = ((l1 - l0) - startup) / launches * 1e6
@@ -182,7 +185,9 @@ print(json.dumps({"iterations": it, "launches": launches, "plain_short_s": s0,
                   "profile_no_callbacks_long_s": l2,
                   "overhead_no_callbacks_percent": (l2 - l0) / l0 * 100,
                   "sample_percent": sample, "profile_sampled_long_s": l3,
-                  "overhead_sampled_percent": (l3 - l0) / l0 * 100}))
+                  "overhead_sampled_percent": (l3 - l0) / l0 * 100,
+                  "profile_default_long_s": l4,
+                  "overhead_default_percent": (l4 - l0) / l0 * 100}))
 PY
 )
 python3 -c "
@@ -190,7 +195,8 @@ import json,sys; o=json.loads(sys.argv[1])
 print(f\"long run: {o['launches']} launches, plain {o['plain_long_s']:.2f} s, profiled {o['profile_long_s']:.2f} s: overhead {o['overhead_percent']:.2f}%\")
 print(f\"  start-up (1 iteration): {o['startup_s']:.3f} s; per launch: {o['per_launch_us']:.2f} us ({o['per_launch_percent_of_run']:.2f}% of the run)\")
 print(f\"  kernel records alone (no launch callbacks): {o['profile_no_callbacks_long_s']:.2f} s: overhead {o['overhead_no_callbacks_percent']:.2f}%\")
-print(f\"  sampled ({o['sample_percent']}% of the time timed): {o['profile_sampled_long_s']:.2f} s: overhead {o['overhead_sampled_percent']:.2f}%\")" "$overhead"
+print(f\"  sampled ({o['sample_percent']}% of the time timed): {o['profile_sampled_long_s']:.2f} s: overhead {o['overhead_sampled_percent']:.2f}%\")
+print(f\"  profile's default (every launch for 2 s, then {o['sample_percent']}%): {o['profile_default_long_s']:.2f} s: overhead {o['overhead_default_percent']:.2f}%\")" "$overhead"
 
 dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 label=$(echo "${dev:-gpu}" | sed 's/NVIDIA //; s/ /-/g' | tr 'A-Z' 'a-z')

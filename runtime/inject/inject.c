@@ -470,7 +470,7 @@ int InitializeInjection(void) {
   unsigned sample = ksrt_sample_init();
   if (ok && sample) {
     g.sampling = true;
-    ok = ksrt_json_sample(&g.out, sample, ksrt_sample_period_ms()) == 0;
+    ok = ksrt_json_sample(&g.out, sample, ksrt_sample_period_ms(), ksrt_sample_after_ms()) == 0;
   }
   if (ok)
     drain_locked();

@@ -213,12 +213,14 @@ int ksrt_json_dropped(ksrt_jbuf *b, uint64_t records) {
   return line_end(&l);
 }
 
-int ksrt_json_sample(ksrt_jbuf *b, unsigned percent, unsigned period_ms) {
+int ksrt_json_sample(ksrt_jbuf *b, unsigned percent, unsigned period_ms, unsigned after_ms) {
   line l = line_begin(b);
   puts_(&l, "{\"type\":\"sample\",\"percent\":");
   put_u64(&l, percent);
   puts_(&l, ",\"period_ms\":");
   put_u64(&l, period_ms);
+  puts_(&l, ",\"after_ms\":");
+  put_u64(&l, after_ms);
   puts_(&l, "}");
   return line_end(&l);
 }

@@ -53,9 +53,10 @@ int ksrt_json_start(ksrt_jbuf *b, long pid, uint32_t cupti_version, uint64_t tim
 int ksrt_json_kernel(ksrt_jbuf *b, const ksrt_kernel_line *k);
 int ksrt_json_dropped(ksrt_jbuf *b, uint64_t records);
 /* Sampling (KERNELSMITH_PROFILE_SAMPLE): kernels are timed `percent` of
- * each period, and every launch is counted by name: "count" lines carry a
+ * each period (after every launch was timed for `after_ms` from the first),
+ * and every launch is counted by name: "count" lines carry a
  * kernel's launches so far in process `pid` (a reader keeps the last). */
-int ksrt_json_sample(ksrt_jbuf *b, unsigned percent, unsigned period_ms);
+int ksrt_json_sample(ksrt_jbuf *b, unsigned percent, unsigned period_ms, unsigned after_ms);
 int ksrt_json_count(ksrt_jbuf *b, long pid, const char *name, uint64_t launches);
 int ksrt_json_end(ksrt_jbuf *b, uint64_t kernels, uint64_t time_ns);
 

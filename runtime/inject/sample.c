@@ -34,7 +34,7 @@ typedef struct slot {
 } slot;
 
 static struct {
-  unsigned percent, period_ms;
+  unsigned percent, period_ms, after_ms;
   slot *slots;
   pthread_mutex_t lock; /* guards stopping */
   pthread_cond_t wake;
@@ -59,12 +59,14 @@ static unsigned env_uint(const char *name, unsigned fallback, unsigned lo, unsig
 unsigned ksrt_sample_init(void) {
   s.percent = env_uint("KERNELSMITH_PROFILE_SAMPLE", 0, 1, 99);
   s.period_ms = env_uint("KERNELSMITH_PROFILE_SAMPLE_PERIOD_MS", 500, 10, 60000);
+  s.after_ms = env_uint("KERNELSMITH_PROFILE_SAMPLE_AFTER_MS", 0, 0, 3600000);
   if (s.percent && !(s.slots = calloc(SLOTS, sizeof *s.slots)))
     s.percent = 0;
   return s.percent;
 }
 
 unsigned ksrt_sample_period_ms(void) { return s.period_ms; }
+unsigned ksrt_sample_after_ms(void) { return s.after_ms; }
 
 void ksrt_sample_count(const char *symbol) {
   if (!s.slots || !symbol)
@@ -117,13 +119,17 @@ static bool nap(unsigned ms, bool wake) {
   return stopped;
 }
 
-/* Timing is on when the thread starts; the first period starts with the
- * first launch. An off phase ends early when a kernel's first launches
- * come, and the on phase then starts over from there. */
+/* Timing is on when the thread starts; it stays on for the first after_ms
+ * from the first launch (a short program is timed whole), then the periods
+ * start. An off phase ends early when a kernel's first launches come, and
+ * the on phase then starts over from there. */
 static void *toggler(void *arg) {
   (void)arg;
   unsigned on = s.period_ms * s.percent / 100, off = s.period_ms - on;
   if (nap(0, true))
+    return NULL;
+  atomic_store(&s.phase, PHASE_ON);
+  if (s.after_ms && nap(s.after_ms, false))
     return NULL;
   for (;;) {
     atomic_store(&s.wanted, false);

@@ -17,11 +17,13 @@
 
 #include "inject_json.h"
 
-/* Reads KERNELSMITH_PROFILE_SAMPLE (1..99; anything else: no sampling) and
- * KERNELSMITH_PROFILE_SAMPLE_PERIOD_MS (default 500). Returns the percent,
- * 0 when not sampling. */
+/* Reads KERNELSMITH_PROFILE_SAMPLE (1..99; anything else: no sampling),
+ * KERNELSMITH_PROFILE_SAMPLE_PERIOD_MS (default 500) and
+ * KERNELSMITH_PROFILE_SAMPLE_AFTER_MS (every launch timed for this long
+ * from the first; default 0). Returns the percent, 0 when not sampling. */
 unsigned ksrt_sample_init(void);
 unsigned ksrt_sample_period_ms(void);
+unsigned ksrt_sample_after_ms(void);
 /* One launch of the kernel CUPTI names `symbol` (the callback's
  * symbolName; NULL is not counted); called before the launch. Safe from
  * any thread. */
