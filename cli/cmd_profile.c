@@ -54,8 +54,9 @@ static const char usage[] =
     "                       written beside the profile as capture.kscap\n"
     "      --launches N     launches captured per kernel (default 1)\n"
     "      --capture-limit BYTES  the most allocation bytes one launch may capture\n"
-    "                       (default 1073741824); a larger launch is recorded as\n"
-    "                       over the limit, without snapshots\n"
+    "                       (default 1G); a larger launch is recorded as over\n"
+    "                       the limit, without snapshots. BYTES here and below\n"
+    "                       may end in K, M or G (powers of 1024)\n"
     "      --capture-window BYTES  snapshot an allocation larger than this only\n"
     "                       from its lowest pointer to its highest plus BYTES\n"
     "                       (pooled memory: one allocation for many tensors)\n"
@@ -327,7 +328,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
     case 1002:
     case 1003:
     case 1005: {
-      long long v = ks_parse_count(optarg);
+      long long v = c == 1002 ? ks_parse_count(optarg) : ks_parse_bytes(optarg);
       if (v <= 0) {
         rc = ks_usage_error(ctx, &ks_cmd_profile, "%s takes a positive number, not '%s'",
                             c == 1002 ? "--launches"

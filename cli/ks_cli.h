@@ -49,5 +49,8 @@ int ks_print_help(const ks_command *cmd);
 
 /* Parses a non-negative integer option value; -1 on a bad one. */
 long ks_parse_count(const char *text);
+/* A byte count: digits, optionally followed by K, M or G (powers of 1024,
+ * "KiB"/"MiB"/"GiB" too); -1 when not one. */
+long long ks_parse_bytes(const char *text);
 
 #endif

@@ -1,6 +1,8 @@
 /* kernelsmith-cc's entry point: global options, then one subcommand from the
  * table below. Logic lives in the libraries; this file only dispatches. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,30 @@ long ks_parse_count(const char *text) {
   if (!*text || *end || v < 0)
     return -1;
   return v;
+}
+
+long long ks_parse_bytes(const char *text) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (!*text || end == text || v < 0 || errno)
+    return -1;
+  int shift = 0;
+  if (*end == 'K' || *end == 'k')
+    shift = 10;
+  else if (*end == 'M')
+    shift = 20;
+  else if (*end == 'G')
+    shift = 30;
+  if (shift) {
+    end++;
+    if (!strcmp(end, "iB") || !strcmp(end, "B"))
+      end += strlen(end);
+    if (v > (LLONG_MAX >> shift))
+      return -1;
+    v <<= shift;
+  }
+  return *end ? -1 : v;
 }
 
 int main(int argc, char **argv) {

@@ -237,5 +237,16 @@ check "--sample 101: usage error" [ $? -eq 2 ]
 "$bin" profile --sample-after -5 -- true >/dev/null 2>&1
 check "--sample-after -5: usage error" [ $? -eq 2 ]
 
+# Byte counts take K, M and G.
+cat >"$tmp/window.sh" <<'EOF'
+echo "window=$KERNELSMITH_CAPTURE_WINDOW limit=$KERNELSMITH_CAPTURE_LIMIT"
+EOF
+"$bin" profile --capture saxpy_kernel --capture-window 64M --capture-limit 2GiB \
+  -o "$tmp/window.json" -- sh "$tmp/window.sh" >"$tmp/window.out" 2>/dev/null
+check "--capture-window 64M --capture-limit 2GiB: in bytes" \
+  grep -qx "window=67108864 limit=2147483648" "$tmp/window.out"
+"$bin" profile --capture saxpy_kernel --capture-window 64X -- true >/dev/null 2>&1
+check "--capture-window 64X: usage error" [ $? -eq 2 ]
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -113,7 +113,7 @@ if int(orc) >= 0:
     best = re.findall(r"best ([0-9.]+x [^,]*),", open(os.path.join(d, "opt.err")).read())
     row["optimize_best"] = best[-1] if best else None
     patch = open(os.path.join(d, "patch.diff")).read()
-    row["patch_sites_dispatched"] = patch.count("ks_site.take(")
+    row["patch_sites_dispatched"] = patch.count("if (!ks_site.take(")
     row["apply_notes"] = open(os.path.join(d, "apply.err")).read().strip().splitlines()[-4:]
 print(json.dumps(row))
 PY
