@@ -326,6 +326,49 @@ const char *ks_emit_c_string(ks_arena *a, const char *s) {
   return r;
 }
 
+/* A template kernel's variant was verified on one instance (spec->instance:
+ * the spec's, or the one captured). The guard compares the site's template
+ * arguments with it: a type through std::is_same, a value by ==, constant
+ * either way. A site whose arguments are deduced, or an instance that is
+ * not C++ (an anonymous namespace), is refused: the variant would run on
+ * instances nobody verified. */
+static int instance_guard(site_ctx *c, const char **out) {
+  *out = NULL;
+  const ks_kernel *k = c->k;
+  if (!c->spec || !c->spec->instance || !k->tparams.len)
+    return 0;
+  const char *inst = c->spec->instance;
+  if (strstr(inst, "(anonymous"))
+    return ks_fail(c->ctx, "it was verified for %s<%s> only, which cannot be named here", k->name,
+                   inst);
+  if (!c->site->template_args.len)
+    return ks_fail(c->ctx, "it was verified for %s<%s> only, and this launch's template "
+                           "arguments are deduced",
+                   k->name, inst);
+  ks_strings vals = {0};
+  ks_ctext_split(c->arena, inst, inst + strlen(inst), &vals);
+  ks_buf b = KS_BUF_INIT;
+  int rc = 0;
+  for (size_t i = 0; i < c->site->template_args.len && i < vals.len && i < k->tparams.len; i++) {
+    const char *arg = c->site->template_args.items[i].value;
+    const ks_tparam *tp = &k->tparams.items[i];
+    if (!arg || tp->kind == KS_TPARAM_TEMPLATE || tp->is_pack) {
+      rc = ks_fail(c->ctx, "it was verified for %s<%s> only, and template argument %zu cannot "
+                           "be compared",
+                   k->name, inst, i + 1);
+      break;
+    }
+    if (tp->kind == KS_TPARAM_TYPE)
+      ks_buf_addf(&b, "%sstd::is_same<%s, %s>::value", b.len ? " && " : "", arg, vals.items[i]);
+    else
+      ks_buf_addf(&b, "%s(%s) == (%s)", b.len ? " && " : "", arg, vals.items[i]);
+  }
+  if (!rc && b.len)
+    *out = ks_arena_strdup(c->arena, b.data);
+  ks_buf_release(&b);
+  return rc;
+}
+
 int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const char *launch_text,
                    const ks_kernel *k, const ks_spec *spec, const ks_emit_variant *ev,
                    const char **out) {
@@ -357,6 +400,13 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
     ks_buf_addf(&guards, "%s%s", guards.len ? " &&\n                     " : "",
                 paren(arena, g));
   }
+  const char *same;
+  if (instance_guard(&c, &same)) {
+    rc = -1;
+    goto done;
+  }
+  if (same)
+    ks_buf_addf(&guards, "%s(%s)", guards.len ? " &&\n                     " : "", same);
   for (size_t i = 0; i < c.nused; i++)
     if (has_side_effects(c.used[i])) {
       rc = ks_fail(ctx, "'%s' has side effects, and the dispatch would evaluate it twice",

@@ -49,6 +49,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime_api.h>

@@ -120,6 +120,40 @@ static void refusals(void **state) {
   assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &saxpy, &spec, &ev, &out), -1);
 }
 
+/* A template kernel's variant verified on one instance runs only there:
+ * the site's arguments are compared with it, and a site whose arguments are
+ * deduced is left alone. */
+static void template_instance(void **state) {
+  (void)state;
+  ks_kernel tk = saxpy;
+  tk.tparams = (ks_tparams){0};
+  *ks_array_push(&arena, &tk.tparams) = (ks_tparam){.kind = KS_TPARAM_TYPE, .name = "T"};
+  *ks_array_push(&arena, &tk.tparams) = (ks_tparam){.kind = KS_TPARAM_VALUE, .name = "B"};
+  ks_spec ts = spec;
+  ts.instance = "float, 256u";
+  ks_launch s = site;
+  s.callee = "saxpy_kernel<TData, kBlock>";
+  *ks_array_push(&arena, &s.template_args) = (ks_template_arg){"T", "TData"};
+  *ks_array_push(&arena, &s.template_args) = (ks_template_arg){"B", "kBlock"};
+  ks_variant v = {0};
+  int archs[] = {90};
+  ks_emit_variant ev = {"saxpy_kernel_ks", &v, archs, 1, "saxpy.cu:40"};
+  const char *out = NULL;
+  if (ks_emit_launch(&ctx, &arena, &s, NULL, &tk, &ts, &ev, &out))
+    fail_msg("%s", ctx.error);
+  assert_non_null(strstr(out, "ks_site.take((std::is_same<TData, float>::value && (kBlock) == (256u)))"));
+  assert_non_null(strstr(out, "saxpy_kernel_ks<TData, kBlock><<<"));
+  /* deduced arguments: refused */
+  s.template_args = (ks_template_args){0};
+  s.callee = "saxpy_kernel";
+  assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &tk, &ts, &ev, &out), -1);
+  assert_non_null(strstr(ctx.error, "verified for saxpy_kernel<float, 256u> only"));
+  /* a spec that names no instance: its launch sites' instances were judged */
+  ts.instance = NULL;
+  assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &tk, &ts, &ev, &out), 0);
+  assert_null(strstr(out, "is_same"));
+}
+
 /* The whole expression in a .cu file that also has the original and the
  * variant; nvcc must compile it (host and device) for sm_90. */
 static void compiles_with_nvcc(void **state) {
@@ -244,6 +278,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(expressions),
       cmocka_unit_test(refusals),
+      cmocka_unit_test(template_instance),
       cmocka_unit_test(compiles_with_nvcc),
       cmocka_unit_test(file_plan),
   };
