@@ -120,6 +120,32 @@ static void refusals(void **state) {
   assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &saxpy, &spec, &ev, &out), -1);
 }
 
+/* `source` compiles with nvcc for sm_90, host and device, the runtime
+ * header on the include path; skipped where nvcc is not installed. */
+static void nvcc_compiles(const char *source) {
+  const char *nvcc = "/usr/local/cuda/bin/nvcc";
+  if (access(nvcc, X_OK) != 0) {
+    printf("nvcc not installed: the compile check is skipped\n");
+    return;
+  }
+  char dir[] = "/tmp/ks-test-emit-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[256], cmd[1024];
+  snprintf(path, sizeof path, "%s/site.cu", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(source, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "%s -std=c++17 -arch=sm_90 -I%s/runtime -c %s -o %s/site.o 2>&1", nvcc,
+           KS_SOURCE_DIR, path, dir);
+  int rc = system(cmd);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0)
+    printf("could not remove %s\n", dir);
+  assert_int_equal(rc, 0);
+}
+
 /* A template kernel's variant verified on one instance runs only there:
  * the site's arguments are compared with it, and a site whose arguments are
  * deduced is left alone. */
@@ -143,6 +169,28 @@ static void template_instance(void **state) {
     fail_msg("%s", ctx.error);
   assert_non_null(strstr(out, "ks_site.take((std::is_same<TData, float>::value && (kBlock) == (256u)))"));
   assert_non_null(strstr(out, "saxpy_kernel_ks<TData, kBlock><<<"));
+  /* it compiles for the verified instance and for another */
+  char src[8192];
+  snprintf(src, sizeof src,
+           "#include \"kernelsmith_dispatch.h\"\n"
+           "template <typename T, unsigned B>\n"
+           "__global__ void saxpy_kernel(const T *x, T *y, T a, int count) {\n"
+           "  int i = blockIdx.x * B + threadIdx.x;\n"
+           "  if (i < count) y[i] = a * x[i] + y[i];\n"
+           "}\n"
+           "template <typename T, unsigned B>\n"
+           "__global__ void saxpy_kernel_ks(const T *x, T *y, T a, int count) {\n"
+           "  int i = blockIdx.x * B + threadIdx.x;\n"
+           "  if (i < count) y[i] = a * x[i] + y[i];\n"
+           "}\n"
+           "template <typename TData, unsigned kBlock>\n"
+           "void launch(const TData *d_x, TData *d_y, int len) {\n"
+           "  %s;\n"
+           "}\n"
+           "template void launch<float, 256u>(const float *, float *, int);\n"
+           "template void launch<double, 128u>(const double *, double *, int);\n",
+           out);
+  nvcc_compiles(src);
   /* deduced arguments: refused */
   s.template_args = (ks_template_args){0};
   s.callee = "saxpy_kernel";
@@ -178,43 +226,25 @@ static void compiles_with_nvcc(void **state) {
                               "ksrt::output::F32,"));
   assert_non_null(strstr(out, "ks_shadow.between();"));
 
-  const char *nvcc = "/usr/local/cuda/bin/nvcc";
-  if (access(nvcc, X_OK) != 0) {
-    printf("nvcc not installed: the compile check is skipped\n");
-    return;
-  }
-  char dir[] = "/tmp/ks-test-emit-XXXXXX";
-  assert_non_null(mkdtemp(dir));
-  char path[256], cmd[1024];
-  snprintf(path, sizeof path, "%s/site.cu", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f,
-          "#include \"kernelsmith_dispatch.h\"\n"
-          "__global__ void saxpy_kernel(const float *x, float *y, float a, int count) {\n"
-          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-          "  if (i < count) y[i] = a * x[i] + y[i];\n"
-          "}\n"
-          "__global__ void saxpy_kernel_ks(const float *x, float *y, float a, int count) {\n"
-          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-          "  for (int j = 4 * i; j < count && j < 4 * i + 4; j++) y[j] = a * x[j] + y[j];\n"
-          "}\n"
-          "void launch(const float *d_x, float *d_y, int len, bool flag) {\n"
-          "  if (flag)\n"
-          "    %s;\n"
-          "  else\n"
-          "    %s;\n"
-          "}\n",
-          out, out);
-  fclose(f);
-  snprintf(cmd, sizeof cmd,
-           "%s -std=c++17 -arch=sm_90 -I%s/runtime -c %s -o %s/site.o 2>&1", nvcc,
-           KS_SOURCE_DIR, path, dir);
-  int rc = system(cmd);
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0)
-    printf("could not remove %s\n", dir);
-  assert_int_equal(rc, 0);
+  char src[8192];
+  snprintf(src, sizeof src,
+           "#include \"kernelsmith_dispatch.h\"\n"
+           "__global__ void saxpy_kernel(const float *x, float *y, float a, int count) {\n"
+           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  if (i < count) y[i] = a * x[i] + y[i];\n"
+           "}\n"
+           "__global__ void saxpy_kernel_ks(const float *x, float *y, float a, int count) {\n"
+           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  for (int j = 4 * i; j < count && j < 4 * i + 4; j++) y[j] = a * x[j] + y[j];\n"
+           "}\n"
+           "void launch(const float *d_x, float *d_y, int len, bool flag) {\n"
+           "  if (flag)\n"
+           "    %s;\n"
+           "  else\n"
+           "    %s;\n"
+           "}\n",
+           out, out);
+  nvcc_compiles(src);
 }
 
 /* A file's plan: the variant after the definition, a launch in this file
