@@ -301,7 +301,11 @@ static const char *shadow_outputs(site_ctx *c) {
       atol = c->spec->atol >= 0 ? c->spec->atol : da;
     if (rtol < 0)
       rtol = c->spec->rtol >= 0 ? c->spec->rtol : dr;
-    const char *kind = t == KS_DT_F32 ? "F32" : t == KS_DT_F64 ? "F64" : "BYTES";
+    const char *kind = t == KS_DT_F32    ? "F32"
+                       : t == KS_DT_F64  ? "F64"
+                       : t == KS_DT_F16  ? "F16"
+                       : t == KS_DT_BF16 ? "BF16"
+                                         : "BYTES";
     ks_buf_addf(&b, "%s{(void *)(%s), (%s) * sizeof(*(%s)), ksrt::output::%s, %.9g, %.9g}",
                 n++ ? ", " : "", arg, len.data, arg, kind, atol, rtol);
     ks_buf_release(&len);

@@ -69,6 +69,35 @@ const ks_command ks_cmd_apply;
 
 extern const char ks_runtime_header[];
 
+/* The version a dispatch header's text declares (KSRT_VERSION_MAJOR and
+ * _MINOR); -1 when it declares none. */
+static int header_version(const char *text, int *major, int *minor) {
+  const char *ma = strstr(text, "#define KSRT_VERSION_MAJOR ");
+  const char *mi = strstr(text, "#define KSRT_VERSION_MINOR ");
+  if (!ma || !mi)
+    return -1;
+  *major = atoi(ma + strlen("#define KSRT_VERSION_MAJOR "));
+  *minor = atoi(mi + strlen("#define KSRT_VERSION_MINOR "));
+  return 0;
+}
+
+/* The header at `path` is an older version than this build's; false when
+ * it cannot be read or declares none (then it is left alone). */
+static bool header_older(const char *path) {
+  ks_ctx scratch;
+  ks_ctx_init(&scratch, "apply");
+  ks_buf text = KS_BUF_INIT;
+  int ma, mi, cma, cmi;
+  bool older = !ks_read_file(&scratch, path, (size_t)1 << 20, &text) &&
+               !header_version(text.data ? text.data : "", &ma, &mi) &&
+               !header_version(ks_runtime_header, &cma, &cmi) &&
+               (ma < cma || (ma == cma && mi < cmi));
+  ks_buf_release(&text);
+  ks_ctx_release(&scratch);
+  return older;
+}
+
+
 typedef struct winner {
   const ks_kernel *k;
   ks_spec spec;
@@ -492,6 +521,31 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
                              strlen(ks_runtime_header), 3, &patch)) {
       goto fail_patch;
     }
+  } else if (need_header && header_older(header)) {
+    /* An earlier apply's header lacks what this patch uses (newer output
+     * kinds, includes): it is ours, so it is brought up to date. */
+    ks_buf old = KS_BUF_INIT;
+    if (ks_read_file(ctx, header, (size_t)1 << 20, &old)) {
+      ks_buf_release(&old);
+      goto fail_patch;
+    }
+    char sha[KS_HASH_HEX];
+    ks_sha256_hex(old.data, old.len, sha);
+    int hrc;
+    if (write || fixes) {
+      hrc = ks_safe_write(ctx, header, sha, ks_runtime_header, strlen(ks_runtime_header)) ||
+            ks_applied_record(ctx, dir, header, old.data, old.len, ks_runtime_header,
+                              strlen(ks_runtime_header));
+      if (!hrc)
+        fprintf(write ? stdout : stderr, "updated %s to this version's\n",
+                relative(&a, root, header));
+    } else {
+      hrc = ks_patch_diff(ctx, "kernelsmith_dispatch.h", old.data, old.len, ks_runtime_header,
+                          strlen(ks_runtime_header), 3, &patch);
+    }
+    ks_buf_release(&old);
+    if (hrc)
+      goto fail_patch;
   }
   if (fixes) {
     ks_buf y = KS_BUF_INIT;

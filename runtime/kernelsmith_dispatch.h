@@ -38,7 +38,7 @@
 #define KERNELSMITH_DISPATCH_H
 
 #define KSRT_VERSION_MAJOR 0
-#define KSRT_VERSION_MINOR 2
+#define KSRT_VERSION_MINOR 3
 
 #include <atomic>
 #include <cmath>
@@ -315,9 +315,67 @@ private:
 struct output {
   void *ptr;
   std::size_t bytes;
-  enum kind_t { BYTES, F32, F64 } kind;
+  enum kind_t { BYTES, F32, F64, F16, BF16 } kind;
   double atol, rtol;
 };
+
+/* The value of a half or bfloat16 element (its bits), for comparing on
+ * the host without cuda_fp16.h's host support. */
+inline float half_bits_to_float(std::uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  float v = e == 0    ? std::ldexp((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+                      : std::ldexp((float)(m | 0x400), e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+inline float bf16_bits_to_float(std::uint16_t b) {
+  std::uint32_t u = (std::uint32_t)b << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+inline bool close_enough(double want, double got, double atol, double rtol) {
+  if (std::isnan(want) || std::isnan(got))
+    return std::isnan(want) && std::isnan(got);
+  return want == got || std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+/* Compares an output's two copies element by element: floats within the
+ * output's tolerance, anything else byte for byte. `*bad` counts the
+ * elements that differ, `*first` is the first. */
+inline void compare_output(const output &o, const unsigned char *want, const unsigned char *got,
+                           std::size_t *bad, std::size_t *first) {
+  std::size_t es = o.kind == output::F32 ? 4
+                   : o.kind == output::F64 ? 8
+                   : o.kind == output::F16 || o.kind == output::BF16 ? 2
+                                                                      : 1;
+  for (std::size_t e = 0; e < o.bytes / es; e++) {
+    bool ok;
+    if (o.kind == output::F32) {
+      float a, b;
+      std::memcpy(&a, want + 4 * e, 4);
+      std::memcpy(&b, got + 4 * e, 4);
+      ok = close_enough(a, b, o.atol, o.rtol);
+    } else if (o.kind == output::F64) {
+      double a, b;
+      std::memcpy(&a, want + 8 * e, 8);
+      std::memcpy(&b, got + 8 * e, 8);
+      ok = close_enough(a, b, o.atol, o.rtol);
+    } else if (o.kind == output::F16 || o.kind == output::BF16) {
+      std::uint16_t a, b;
+      std::memcpy(&a, want + 2 * e, 2);
+      std::memcpy(&b, got + 2 * e, 2);
+      ok = o.kind == output::F16
+               ? close_enough(half_bits_to_float(a), half_bits_to_float(b), o.atol, o.rtol)
+               : close_enough(bf16_bits_to_float(a), bf16_bits_to_float(b), o.atol, o.rtol);
+    } else {
+      ok = want[e] == got[e];
+    }
+    if (!ok && !(*bad)++)
+      *first = e;
+  }
+}
 
 /* Runs around the two launches of a site in shadow mode:
  *
@@ -381,7 +439,7 @@ public:
           cudaSuccess)
         return;
       std::size_t bad = 0, first = 0;
-      compare(outs_[i], orig.data(), variant_[i].data(), &bad, &first);
+      compare_output(outs_[i], orig.data(), variant_[i].data(), &bad, &first);
       if (bad)
         std::fprintf(stderr,
                      "kernelsmith: VERIFY %s at %s: output %zu differs at %zu element(s), first "
@@ -391,33 +449,6 @@ public:
   }
 
 private:
-  static bool close(double want, double got, double atol, double rtol) {
-    if (std::isnan(want) || std::isnan(got))
-      return std::isnan(want) && std::isnan(got);
-    return want == got || std::fabs(got - want) <= atol + rtol * std::fabs(want);
-  }
-  static void compare(const output &o, const unsigned char *want, const unsigned char *got,
-                      std::size_t *bad, std::size_t *first) {
-    std::size_t es = o.kind == output::F32 ? 4 : o.kind == output::F64 ? 8 : 1;
-    for (std::size_t e = 0; e < o.bytes / es; e++) {
-      bool ok;
-      if (o.kind == output::F32) {
-        float a, b;
-        std::memcpy(&a, want + 4 * e, 4);
-        std::memcpy(&b, got + 4 * e, 4);
-        ok = close(a, b, o.atol, o.rtol);
-      } else if (o.kind == output::F64) {
-        double a, b;
-        std::memcpy(&a, want + 8 * e, 8);
-        std::memcpy(&b, got + 8 * e, 8);
-        ok = close(a, b, o.atol, o.rtol);
-      } else {
-        ok = want[e] == got[e];
-      }
-      if (!ok && !(*bad)++)
-        *first = e;
-    }
-  }
   void warn(const char *what) const {
     std::fprintf(stderr, "kernelsmith: VERIFY %s at %s: %s\n", site_.kernel(), site_.where(), what);
   }

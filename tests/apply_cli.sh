@@ -97,6 +97,23 @@ if [ -n "$car" ]; then
   check "... every launch site dispatched" [ "$(cat "$tmp/fx.sites")" -eq "$sites" ]
 fi
 
+# An older header (an earlier version's apply) is brought up to date, and
+# revert puts it back as it was.
+(cd "$repo" && git checkout -q . && rm -f kernelsmith_dispatch.h)
+(cd "$repo" && "$bin" apply --write >/dev/null 2>&1)
+sed 's/^#define KSRT_VERSION_MINOR .*/#define KSRT_VERSION_MINOR 0/' "$repo/kernelsmith_dispatch.h" >"$tmp/h.old"
+(cd "$repo" && "$bin" revert >/dev/null 2>&1)
+cp "$tmp/h.old" "$repo/kernelsmith_dispatch.h"
+(cd "$repo" && git add kernelsmith_dispatch.h && git -c user.email=t@t -c user.name=t commit -qm "old header")
+(cd "$repo" && "$bin" apply >"$tmp/up.patch" 2>/dev/null)
+check "an older header: updated in the patch" grep -q "^+#define KSRT_VERSION_MINOR [1-9]" "$tmp/up.patch"
+(cd "$repo" && "$bin" apply --write >"$tmp/up.out" 2>&1)
+check "... and by --write, which says so" grep -q "updated kernelsmith_dispatch.h" "$tmp/up.out"
+check "... to this version's" grep -q "^#define KSRT_VERSION_MINOR [1-9]" "$repo/kernelsmith_dispatch.h"
+(cd "$repo" && "$bin" revert >/dev/null 2>&1)
+check "revert: the older header is back" cmp -s "$tmp/h.old" "$repo/kernelsmith_dispatch.h"
+(cd "$repo" && git rm -q kernelsmith_dispatch.h && git -c user.email=t@t -c user.name=t commit -qm "no header")
+
 # A kernel edited since the run is not applied.
 (cd "$repo" && git checkout -q . && rm -f kernelsmith_dispatch.h)
 sed -i 's/if (i < n) y\[i\] = a \* x\[i\] + y\[i\];/if (i < n) y[i] = a * x[i] + y[i]; \/\/ edited/' "$repo/saxpy/saxpy.cu"

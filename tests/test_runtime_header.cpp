@@ -5,6 +5,8 @@
 // GPU machine the same checks run and a site with the device's architecture
 // takes the variant when its guards hold. Each environment is tested in a
 // child process (the header reads the environment once).
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +54,43 @@ static void helpers() {
          "disjoint");
 }
 
+/* Shadow mode's comparison on the host: floats within the tolerance,
+ * half and bfloat16 by value (a bf16 variant within tolerance is not a
+ * difference), anything else byte for byte. */
+static std::size_t differ(ksrt::output::kind_t kind, const void *want, const void *got,
+                          std::size_t bytes, double atol, double rtol, std::size_t *first) {
+  ksrt::output o{nullptr, bytes, kind, atol, rtol};
+  std::size_t bad = 0;
+  *first = 0;
+  ksrt::compare_output(o, static_cast<const unsigned char *>(want),
+                       static_cast<const unsigned char *>(got), &bad, first);
+  return bad;
+}
+
+static void shadow_compare() {
+  std::size_t first;
+  expect(ksrt::half_bits_to_float(0x3c00) == 1.0f && ksrt::half_bits_to_float(0xc000) == -2.0f &&
+             ksrt::half_bits_to_float(0x0001) == std::ldexp(1.0f, -24) &&
+             std::isinf(ksrt::half_bits_to_float(0x7c00)) &&
+             std::isnan(ksrt::half_bits_to_float(0x7e00)),
+         "half bits");
+  expect(ksrt::bf16_bits_to_float(0x3f80) == 1.0f && ksrt::bf16_bits_to_float(0xc040) == -3.0f,
+         "bfloat16 bits");
+  /* bf16 1.0 against 1.0078125 (the next value): within 1e-2, not 1e-3 */
+  const std::uint16_t bw[3] = {0x3f80, 0x4000, 0x7fc0}, bg[3] = {0x3f81, 0x4000, 0x7fc0};
+  expect(differ(ksrt::output::BF16, bw, bg, 6, 0.01, 0.0, &first) == 0, "bf16 within tolerance");
+  expect(differ(ksrt::output::BF16, bw, bg, 6, 0.001, 0.0, &first) == 1 && first == 0,
+         "bf16 outside tolerance, element 0");
+  expect(differ(ksrt::output::BYTES, bw, bg, 6, 0.01, 0.0, &first) == 1,
+         "the same bytes compared as bytes differ");
+  const std::uint16_t hw[2] = {0x3c00, 0x3c00}, hg[2] = {0x3c00, 0x3c01};
+  expect(differ(ksrt::output::F16, hw, hg, 4, 1e-3, 0.0, &first) == 0, "half within tolerance");
+  expect(differ(ksrt::output::F16, hw, hg, 4, 1e-4, 0.0, &first) == 1 && first == 1,
+         "half outside tolerance, element 1");
+  const float fw[2] = {1.0f, 2.0f}, fg[2] = {1.0f, 2.5f};
+  expect(differ(ksrt::output::F32, fw, fg, 8, 0.1, 0.0, &first) == 1 && first == 1, "f32");
+}
+
 /* In a child: what take() answers under the environment the parent set. */
 static int child(const char *want) {
   static ksrt::site s("saxpy", "t.cu:1", {ksrt::current_arch() ? ksrt::current_arch() : 90});
@@ -79,6 +118,7 @@ int main(int argc, char **argv) {
   if (argc > 1)
     return child(argv[1]);
   helpers();
+  shadow_compare();
   std::string self = argv[0];
   unsetenv("KERNELSMITH_STATS");
   setenv("KERNELSMITH_DISABLE", "gemv,saxpy", 1);
