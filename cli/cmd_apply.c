@@ -69,6 +69,18 @@ const ks_command ks_cmd_apply;
 
 extern const char ks_runtime_header[];
 
+/* A file's text and its SHA-256, which the safe write checks the file
+ * against (nothing is overwritten that changed since it was read). */
+static int read_hashed(ks_ctx *ctx, const char *path, size_t max, ks_buf *out,
+                       char sha[KS_HASH_HEX]) {
+  if (ks_read_file(ctx, path, max, out)) {
+    ks_buf_release(out);
+    return -1;
+  }
+  ks_sha256_hex(out->data, out->len, sha);
+  return 0;
+}
+
 /* The version a dispatch header's text declares (KSRT_VERSION_MAJOR and
  * _MINOR); -1 when it declares none. */
 static int header_version(const char *text, int *major, int *minor) {
@@ -465,12 +477,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
           .archs = archs, .narchs = 1};
     }
     ks_buf text = KS_BUF_INIT;
-    if (ks_read_file(ctx, file, (size_t)64 << 20, &text)) {
-      ks_buf_release(&text);
-      goto fail_patch;
-    }
     char sha[KS_HASH_HEX];
-    ks_sha256_hex(text.data, text.len, sha);
+    if (read_hashed(ctx, file, (size_t)64 << 20, &text, sha))
+      goto fail_patch;
     char *fdir = ks_path_dirname(file);
     const char *include = relative(&a, fdir, header);
     free(fdir);
@@ -525,12 +534,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     /* An earlier apply's header lacks what this patch uses (newer output
      * kinds, includes): it is ours, so it is brought up to date. */
     ks_buf old = KS_BUF_INIT;
-    if (ks_read_file(ctx, header, (size_t)1 << 20, &old)) {
-      ks_buf_release(&old);
-      goto fail_patch;
-    }
     char sha[KS_HASH_HEX];
-    ks_sha256_hex(old.data, old.len, sha);
+    if (read_hashed(ctx, header, (size_t)1 << 20, &old, sha))
+      goto fail_patch;
     int hrc;
     if (write || fixes) {
       hrc = ks_safe_write(ctx, header, sha, ks_runtime_header, strlen(ks_runtime_header)) ||
