@@ -91,7 +91,9 @@ static const char *unusable(ks_arena *a, const ks_capture_launch *l, const ks_ke
     return ks_arena_printf(a, "the launch itself failed (%s)", l->error);
   if (l->over_limit)
     return ks_arena_printf(a, "its allocations (%llu bytes) were over the capture limit "
-                              "(profile --capture-limit BYTES raises it)",
+                              "(profile --capture-limit BYTES raises it; for tensors carved out "
+                              "of one large allocation, --capture-window BYTES copies only the "
+                              "part the pointers reach)",
                            l->bytes_needed);
   if (l->params.len != k->params.len)
     return ks_arena_printf(a, "it has %zu parameters, the kernel in the sources %zu",
