@@ -57,6 +57,16 @@ typedef struct ks_capture_param {
 } ks_capture_param;
 typedef KS_ARRAY(ks_capture_param) ks_capture_params;
 
+/* The bytes of its snapshot a pointer parameter can reach: to the end of
+ * the allocation, or of the span a capture window kept. */
+static inline unsigned long long ks_capture_reach(const ks_capture_param *p) {
+  return p->span_hi > p->ptr_offset ? p->span_hi - p->ptr_offset : 0;
+}
+/* A capture window kept only part of the parameter's allocation. */
+static inline bool ks_capture_windowed(const ks_capture_param *p) {
+  return p->span_lo != 0 || p->span_hi != p->alloc_size;
+}
+
 typedef struct ks_capture_launch {
   const char *kernel;              /* mangled name */
   unsigned long long launch;       /* 0: the kernel's first launch */

@@ -198,8 +198,7 @@ int ks_capture_spec_text(ks_ctx *ctx, ks_capture *cap, const ks_scan *scan, cons
     const ks_capture_param *cp = launch_param(cap, w, k, pi);
     ks_dtype dt = sb->dtype;
     size_t es = dt != KS_DT_NONE ? ks_dtype_size(dt) : 1;
-    unsigned long long reach = cp && cp->span_hi > cp->ptr_offset
-                                   ? (cp->span_hi - cp->ptr_offset) / es : 0;
+    unsigned long long reach = cp ? ks_capture_reach(cp) / es : 0;
     const char *length = sb->length;
     const char *note = "";
     if (!length) {

@@ -175,12 +175,6 @@ static long long spec_length(const ks_spec *spec, const ks_kernel *k, const ks_w
   return -1;
 }
 
-/* The part of its snapshot a pointer parameter can reach, in bytes: to the
- * end of the allocation, or of the span a capture window kept. */
-static unsigned long long reach(const ks_capture_param *p) {
-  return p->span_hi > p->ptr_offset ? p->span_hi - p->ptr_offset : 0;
-}
-
 /* The inferred length expression of pointer parameter `pi` over the
  * workloads (one per captured launch), or NULL. */
 static const char *infer_length(ks_arena *a, const ks_kernel *k, const ptype *types, size_t pi,
@@ -208,10 +202,10 @@ static const char *infer_length(ks_arena *a, const ks_kernel *k, const ptype *ty
         break;
       }
       long long v = cand_value(k, &works[l], cs.items[c].text);
-      unsigned long long r = reach(p);
+      unsigned long long r = ks_capture_reach(p);
       /* Inexact only where the allocator visibly rounded (a size that is
        * a multiple of its granule): elsewhere slack is another array. */
-      bool whole = !p->span_lo && p->span_hi == p->alloc_size;
+      bool whole = !ks_capture_windowed(p);
       if (v <= 0 || (unsigned long long)v > r / es ||
           (r != (unsigned long long)v * es &&
            (r - (unsigned long long)v * es >= ALLOC_SLACK || p->alloc_size % ALLOC_SLACK ||
@@ -296,7 +290,7 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
     if (!before)
       return ks_fail(ctx, "%s: launch %llu of %s: blob %llu is not in the file", cap->path,
                      l->launch, l->kernel, p->before);
-    w->windowed |= p->span_lo != 0 || p->span_hi != p->alloc_size;
+    w->windowed |= ks_capture_windowed(p);
     ks_wbuffer *wb = ks_array_push(a, &w->buffers);
     wb->name = k->params.items[i].name[0] ? k->params.items[i].name
                                           : ks_arena_printf(a, "arg%zu", i);

@@ -17,4 +17,13 @@ static inline const char *ks_testdata(const char *rel) {
   return out;
 }
 
+/* dir/name as a path; the result stays valid until the 8th next call. */
+static inline const char *ks_test_path(const char *dir, const char *name) {
+  static char paths[8][4096 + 256];
+  static unsigned next;
+  char *out = paths[next++ % 8];
+  snprintf(out, sizeof paths[0], "%s/%s", dir, name);
+  return out;
+}
+
 #endif

@@ -21,17 +21,12 @@
 
 #include "capture.h"
 #include "ks_capture.h"
+#include "ks_test.h"
 #include "ks_ctx.h"
 
 static char tmpdir[PATH_MAX];
 
-static const char *tmp(const char *name) {
-  static char path[4][PATH_MAX + 64];
-  static unsigned next;
-  char *p = path[next++ % 4];
-  snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
-  return p;
-}
+static const char *tmp(const char *name) { return ks_test_path(tmpdir, name); }
 
 static unsigned char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");

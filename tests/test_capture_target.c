@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ks_capture.h"
+#include "ks_test.h"
 #include "ks_specs.h"
 #include "ks_target.h"
 
@@ -28,13 +29,7 @@ static ks_scan scan;
 static ks_scan_options opts;
 static const char *paths[1];
 
-static const char *tmp(const char *name) {
-  static char path[4][PATH_MAX + 64];
-  static unsigned next;
-  char *p = path[next++ % 4];
-  snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
-  return p;
-}
+static const char *tmp(const char *name) { return ks_test_path(tmpdir, name); }
 
 static int setup(void **state) {
   (void)state;

@@ -97,21 +97,25 @@ void ksrt_sample_count(const char *symbol) {
   }
 }
 
-/* Sleeps `ms` (forever when 0), until stopped, or, with `wake`, until a
+#define FOREVER (-1L)
+
+/* Sleeps `ms` (or FOREVER), until stopped, or, with `wake`, until a
  * kernel's first launches want timing; true when stopped. */
-static bool nap(unsigned ms, bool wake) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += ms / 1000;
-  until.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
+static bool nap(long ms, bool wake) {
+  struct timespec until = {0};
+  if (ms != FOREVER) {
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
   }
   pthread_mutex_lock(&s.lock);
   while (!s.stopping && !(wake && atomic_load(&s.wanted))) {
-    if (ms ? pthread_cond_timedwait(&s.wake, &s.lock, &until) == ETIMEDOUT
-           : pthread_cond_wait(&s.wake, &s.lock) != 0)
+    if (ms != FOREVER ? pthread_cond_timedwait(&s.wake, &s.lock, &until) == ETIMEDOUT
+                      : pthread_cond_wait(&s.wake, &s.lock) != 0)
       break;
   }
   bool stopped = s.stopping;
@@ -125,8 +129,12 @@ static bool nap(unsigned ms, bool wake) {
  * the on phase then starts over from there. */
 static void *toggler(void *arg) {
   (void)arg;
-  unsigned on = s.period_ms * s.percent / 100, off = s.period_ms - on;
-  if (nap(0, true))
+  /* at least 1 ms on: 1% of a 10 ms period rounds to none */
+  long on = (long)s.period_ms * s.percent / 100, off;
+  if (on < 1)
+    on = 1;
+  off = (long)s.period_ms - on;
+  if (nap(FOREVER, true))
     return NULL;
   atomic_store(&s.phase, PHASE_ON);
   if (s.after_ms && nap(s.after_ms, false))
