@@ -49,7 +49,7 @@ void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);
 
 /* The schema version this code writes (PRAGMA user_version; docs/store.md). */
-enum { KS_STORE_SCHEMA_VERSION = 2 };
+enum { KS_STORE_SCHEMA_VERSION = 3 };
 
 /* Checks the whole file: SQLite's integrity check, every foreign key, and
  * every evaluation's JSON parsing. *problem is NULL when all is well, else
@@ -97,6 +97,10 @@ typedef struct ks_kernel_row {
                               "failed" */
   const char *note;        /* why skipped or failed; NULL otherwise */
   double baseline_ms;      /* the original's median at the timed size; 0 */
+  long long winner;        /* the variant the search confirmed on fresh
+                              inputs; 0: none was; -1: not recorded (a
+                              run from before the column: ks_winners.h
+                              derives it then) */
 } ks_kernel_row;
 typedef KS_ARRAY(ks_kernel_row) ks_kernel_rows;
 
@@ -108,6 +112,11 @@ int ks_store_kernel_put(ks_ctx *ctx, ks_store *s, const ks_kernel_row *k, long l
 int ks_store_kernel_update(ks_ctx *ctx, ks_store *s, long long kernel, const char *status,
                            const char *note, double baseline_ms);
 int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_kernel_rows *out);
+/* Names the kernel's winner (variant 0: none was confirmed). */
+int ks_store_kernel_set_winner(ks_ctx *ctx, ks_store *s, long long kernel, long long variant);
+/* Whether the store has the winner column (a read-only store of schema 2
+ * does not). */
+bool ks_store_has_winners(const ks_store *s);
 
 /* ---- variants ---- */
 typedef struct ks_variant_row {

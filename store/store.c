@@ -148,8 +148,12 @@ static const char schema_v2[] =
     "CREATE INDEX llm_calls_prompt ON llm_calls(prompt_hash, status);"
     "ALTER TABLE variants ADD COLUMN plan TEXT;";
 
+/* Version 3: a kernel names its winner, the variant the search confirmed
+ * on fresh inputs (apply, the launcher, status and export read it). */
+static const char schema_v3[] = "ALTER TABLE kernels ADD COLUMN winner INTEGER;" /* a variant's id */;
+
 /* migrations[v] takes a store from version v to v + 1. */
-static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2};
+static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3};
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -324,8 +328,12 @@ static int configure(ks_ctx *ctx, ks_store *s) {
                    s->path, version, KS_STORE_SCHEMA_VERSION);
   if (sqlite3_exec(s->db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL) != SQLITE_OK)
     return store_fail(ctx, s, "cannot enable foreign keys");
+  s->version = (int)version;
   if (s->readonly) {
-    if (version < KS_STORE_SCHEMA_VERSION)
+    /* A reader cannot migrate: it reads what an older schema has (version
+     * 2 lacks only the kernels' winner column, which the queries that need
+     * it derive then). */
+    if (version < 2)
       return ks_fail(ctx,
                      "%s: %s; run `kernelsmith-cc optimize` first.", s->path,
                      version ? "made by an older kernelsmith-cc" : "holds no results yet");
@@ -335,7 +343,10 @@ static int configure(ks_ctx *ctx, ks_store *s) {
     return -1;
   if (sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
     return store_fail(ctx, s, "cannot set synchronous");
-  return version < KS_STORE_SCHEMA_VERSION ? migrate(ctx, s) : 0;
+  if (version < KS_STORE_SCHEMA_VERSION && migrate(ctx, s))
+    return -1;
+  s->version = KS_STORE_SCHEMA_VERSION;
+  return 0;
 }
 
 static int open_store(ks_ctx *ctx, const char *dir, bool readonly, ks_store **out) {

@@ -12,6 +12,8 @@ struct ks_store {
   sqlite3 *db;
   char *path;    /* DIR/kernelsmith.db (malloc'd), for every message */
   bool readonly;
+  int version;   /* the schema version of the file (a read-only store may
+                    be older than KS_STORE_SCHEMA_VERSION) */
 };
 
 /* ISO 8601 UTC with milliseconds, evaluated by SQLite inside the statement

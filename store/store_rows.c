@@ -204,11 +204,32 @@ int ks_store_kernel_update(ks_ctx *ctx, ks_store *s, long long kernel, const cha
   return store_end(ctx, s, rc);
 }
 
+int ks_store_kernel_set_winner(ks_ctx *ctx, ks_store *s, long long kernel, long long variant) {
+  sqlite3_stmt *st = NULL;
+  int rc = store_begin(ctx, s);
+  if (rc)
+    return rc;
+  rc = store_prepare(ctx, s, "UPDATE kernels SET winner = ?, updated = " STORE_NOW " WHERE id = ?",
+                     &st);
+  if (!rc) {
+    sqlite3_bind_int64(st, 1, variant); /* 0 is kept: none was confirmed */
+    sqlite3_bind_int64(st, 2, kernel);
+    rc = update_one(ctx, s, st, "cannot name a kernel's winner", kernel);
+  }
+  sqlite3_finalize(st);
+  return store_end(ctx, s, rc);
+}
+
+bool ks_store_has_winners(const ks_store *s) { return s->version >= 3; }
+
 int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_kernel_rows *out) {
   sqlite3_stmt *st;
   if (store_prepare(ctx, s,
-                    "SELECT id, run, name, file, line, source_hash, slice, spec, status, note, "
-                    "baseline_ms FROM kernels WHERE run = ? ORDER BY id",
+                    ks_store_has_winners(s)
+                        ? "SELECT id, run, name, file, line, source_hash, slice, spec, status, "
+                          "note, baseline_ms, winner FROM kernels WHERE run = ? ORDER BY id"
+                        : "SELECT id, run, name, file, line, source_hash, slice, spec, status, "
+                          "note, baseline_ms, NULL FROM kernels WHERE run = ? ORDER BY id",
                     &st))
     return -1;
   sqlite3_bind_int64(st, 1, run);
@@ -226,6 +247,7 @@ int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_ke
     k->status = store_col_text(a, st, 8);
     k->note = store_col_text(a, st, 9);
     k->baseline_ms = sqlite3_column_double(st, 10);
+    k->winner = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 11);
   }
   int rc = step == SQLITE_DONE ? 0 : store_fail(ctx, s, "cannot read the kernels");
   sqlite3_finalize(st);

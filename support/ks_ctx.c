@@ -21,10 +21,15 @@ void ks_ctx_init(ks_ctx *ctx, const char *prog) {
 void ks_ctx_release(ks_ctx *ctx) { pthread_mutex_destroy(&ctx->lock); }
 
 int ks_fail(ks_ctx *ctx, const char *fmt, ...) {
+  /* Formatted aside first: callers wrap the previous error
+   * (ks_fail(ctx, "guard '%s': %s", g, ctx->error)), which vsnprintf
+   * straight into ctx->error would read while overwriting it. */
+  char msg[sizeof ctx->error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(ctx->error, msg, sizeof msg);
   return -1;
 }
 

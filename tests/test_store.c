@@ -318,6 +318,20 @@ static void kernels_put_twice_returns_the_same_id(void **state) {
 
   assert_int_equal(ks_store_kernel_update(&ctx, s, 12345, "done", NULL, 0), -1);
   assert_non_null(strstr(ctx.error, "12345"));
+  /* The winner: not recorded until named, then the variant; 0: none. */
+  assert_int_equal(ks.items[0].winner, -1);
+  bool existed = false;
+  long long v = new_variant(s, k1, "hw", &existed);
+  assert_int_equal(ks_store_kernel_set_winner(&ctx, s, k1, v), 0);
+  ks = (ks_kernel_rows){0};
+  assert_int_equal(ks_store_kernels(&ctx, s, run, &a, &ks), 0);
+  assert_int_equal(ks.items[0].winner, v);
+  assert_int_equal(ks.items[1].winner, -1);
+  assert_int_equal(ks_store_kernel_set_winner(&ctx, s, k1, 0), 0);
+  ks = (ks_kernel_rows){0};
+  assert_int_equal(ks_store_kernels(&ctx, s, run, &a, &ks), 0);
+  assert_int_equal(ks.items[0].winner, 0);
+  assert_int_equal(ks_store_kernel_set_winner(&ctx, s, 12345, v), -1);
   /* A kernel of a run that does not exist: the foreign key refuses it. */
   ks_kernel_row orphan = {.run = 777, .name = "x"};
   long long id;
@@ -709,6 +723,7 @@ static void version_1_store_is_upgraded(void **state) {
                                 "ALTER TABLE llm_calls DROP COLUMN request;"
                                 "ALTER TABLE llm_calls DROP COLUMN response;"
                                 "ALTER TABLE variants DROP COLUMN plan;"
+                                "ALTER TABLE kernels DROP COLUMN winner;"
                                 "PRAGMA user_version = 1;",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
@@ -762,6 +777,37 @@ static void readonly_reads_and_refuses_writes(void **state) {
   assert_int_equal(ks_store_kernels(&ctx, r, run, &a, &ks), 0);
   assert_int_equal(ks.len, 2);
   ks_store_close(r);
+  ks_store_close(s);
+  ks_arena_release(&a);
+}
+
+/* A reader cannot upgrade a store: one of schema 2 (no winner column) is
+ * read as it is, the winners reading as none. */
+static void readonly_reads_a_version_2_store(void **state) {
+  ks_store *s = open_store();
+  long long run = new_run(s);
+  new_kernel(s, run, "k");
+  ks_store_close(s);
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernelsmith.db", store_dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "ALTER TABLE kernels DROP COLUMN winner; PRAGMA user_version = 2;",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  ks_store *r = NULL;
+  assert_int_equal(ks_store_open_readonly(&ctx, store_dir, &r), 0);
+  assert_false(ks_store_has_winners(r));
+  ks_arena a = KS_ARENA_INIT;
+  ks_kernel_rows ks = {0};
+  assert_int_equal(ks_store_kernels(&ctx, r, run, &a, &ks), 0);
+  assert_int_equal(ks.len, 1);
+  assert_int_equal(ks.items[0].winner, -1);
+  ks_store_close(r);
+  /* A writer upgrades it. */
+  s = open_store();
+  assert_true(ks_store_has_winners(s));
   ks_store_close(s);
   ks_arena_release(&a);
 }
@@ -1102,6 +1148,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(llm_cache_keeps_request_and_reply, setup, teardown),
       cmocka_unit_test_setup_teardown(version_1_store_is_upgraded, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_reads_and_refuses_writes, setup, teardown),
+      cmocka_unit_test_setup_teardown(readonly_reads_a_version_2_store, setup, teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(garbage_file_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(injected_write_fault_leaves_nothing, setup, teardown),

@@ -137,6 +137,9 @@ static void fail_prefix_keeps_message(void **state) {
   assert_int_equal(ks_fail(&ctx, "line %d: bad", 3), -1);
   ks_fail_prefix(&ctx, "spec.txt");
   assert_string_equal(ctx.error, "spec.txt: line 3: bad");
+  /* A message that quotes the previous one reads it whole. */
+  assert_int_equal(ks_fail(&ctx, "guard '%s': %s", "disjoint(a, c)", ctx.error), -1);
+  assert_string_equal(ctx.error, "guard 'disjoint(a, c)': spec.txt: line 3: bad");
   ks_ctx_release(&ctx);
 }
 
