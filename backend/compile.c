@@ -1,6 +1,6 @@
-/* The compile service: NVRTC in parallel threads, with an on-disk cache of
- * cubins and lowered names keyed by everything that determines them. See
- * ks_compile.h. */
+/* The compile service: NVRTC (or nvcc, compile_nvcc.c) in parallel
+ * threads, with an on-disk cache of cubins and lowered names keyed by
+ * everything that determines them. See ks_compile.h. */
 #include "ks_compile.h"
 
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compile_nvcc.h"
 #include "ks_buf.h"
 #include "ks_fs.h"
 #include "ks_hash.h"
@@ -23,6 +24,20 @@ static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+const char *ks_compiler_kind_name(ks_compiler_kind k) {
+  return k == KS_COMPILER_NVRTC ? "nvrtc" : k == KS_COMPILER_NVCC ? "nvcc" : "auto";
+}
+
+int ks_compiler_kind_parse(const char *name, ks_compiler_kind *out) {
+  static const ks_compiler_kind kinds[] = {KS_COMPILER_AUTO, KS_COMPILER_NVRTC, KS_COMPILER_NVCC};
+  for (size_t i = 0; name && i < sizeof kinds / sizeof *kinds; i++)
+    if (!strcmp(name, ks_compiler_kind_name(kinds[i]))) {
+      *out = kinds[i];
+      return 0;
+    }
+  return -1;
 }
 
 static void add_option(ks_compiler *c, const char *prefix, const char *value) {
@@ -47,6 +62,7 @@ int ks_compiler_init(ks_ctx *ctx, ks_compiler *c, const char *arch, const char *
     add_option(c, "-I", cccl);
   free(cccl);
   add_option(c, "", "-lineinfo");
+  ks_nvcc_find(c, tk.root);
   if (cache_dir)
     c->cache_dir = ks_arena_strdup(&c->arena, cache_dir);
   return 0;
@@ -56,11 +72,17 @@ void ks_compiler_release(ks_compiler *c) { ks_arena_release(&c->arena); }
 
 /* ---- the cache ---------------------------------------------------------- */
 
-static void cache_key(const ks_compiler *c, const ks_compile_unit *u, char key[KS_HASH_HEX]) {
+/* nvcc's key: its version and "nvcc" instead of NVRTC's and its options
+ * (nvcc gets only -cubin, -arch and the unit's own). */
+static void cache_key(const ks_compiler *c, const ks_compile_unit *u, bool nvcc,
+                      char key[KS_HASH_HEX]) {
   ks_buf b = KS_BUF_INIT;
-  ks_buf_addf(&b, "kernelsmith-cc cubin v1\x1f%s\x1fnvrtc %d.%d", c->arch, c->nvrtc_major,
-              c->nvrtc_minor);
-  for (size_t i = 0; i < c->options.len; i++)
+  if (nvcc)
+    ks_buf_addf(&b, "kernelsmith-cc cubin v1\x1f%s\x1fnvcc %s", c->arch, c->nvcc_version);
+  else
+    ks_buf_addf(&b, "kernelsmith-cc cubin v1\x1f%s\x1fnvrtc %d.%d", c->arch, c->nvrtc_major,
+                c->nvrtc_minor);
+  for (size_t i = 0; !nvcc && i < c->options.len; i++)
     ks_buf_addf(&b, "\x1f%s", c->options.items[i]);
   for (size_t i = 0; i < u->nextra; i++)
     ks_buf_addf(&b, "\x1f+%s", u->extra_options[i]);
@@ -103,11 +125,11 @@ static void write_atomic(const char *path, const void *data, size_t n) {
 
 typedef struct unit_out {
   ks_compile_status status;
-  char *reason, *log;
+  char *reason, *log, *note;
   ks_buf cubin;
   char **lowered;
   double ms;
-  bool cached;
+  bool cached, nvcc;
 } unit_out;
 
 static bool cache_load(const ks_compiler *c, const ks_compile_unit *u, const char *key,
@@ -158,6 +180,31 @@ static void cache_store(const ks_compiler *c, const ks_compile_unit *u, const ch
   ks_buf_release(&names);
 }
 
+/* A unit nvcc rejected: the reason under its nvcc key, so that the next
+ * compile of it goes to NVRTC at once. */
+static char *rejection_load(const ks_compiler *c, const char *key) {
+  if (!c->cache_dir)
+    return NULL;
+  ks_ctx quiet;
+  ks_ctx_init(&quiet, "cache");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s.nvcc-rejected", c->cache_dir, key);
+  ks_buf why = KS_BUF_INIT;
+  char *out = ks_read_file(&quiet, path, 1u << 16, &why) == 0 && why.len ? ks_buf_detach(&why)
+                                                                       : NULL;
+  ks_buf_release(&why);
+  ks_ctx_release(&quiet);
+  return out;
+}
+
+static void rejection_store(const ks_compiler *c, const char *key, const char *why) {
+  if (!c->cache_dir || mkdir_p(c->cache_dir))
+    return;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s.nvcc-rejected", c->cache_dir, key);
+  write_atomic(path, why, strlen(why));
+}
+
 /* ---- compiling ---------------------------------------------------------- */
 
 typedef struct pool {
@@ -168,6 +215,62 @@ typedef struct pool {
   size_t n;
   atomic_size_t next;
 } pool;
+
+/* Each thread records its own failure message in a context of its own. */
+static void local_ctx(const pool *p, ks_ctx *local) {
+  ks_ctx_init(local, p->ctx->prog);
+  memcpy(local->faults, p->ctx->faults, sizeof local->faults);
+  local->nfaults = p->ctx->nfaults;
+}
+
+/* The unit by nvcc, from the cache or compiled; true when that made the
+ * cubin. Otherwise o->note says why not, and NVRTC compiles it. */
+static bool compile_nvcc(pool *p, const ks_compile_unit *u, unit_out *o) {
+  const ks_compiler *c = p->c;
+  if (!*c->nvcc) {
+    o->note = ks_xstrdup("no nvcc was found (CUDA_HOME, /usr/local/cuda, PATH, "
+                         "$KERNELSMITH_NVCC): compiled with NVRTC");
+    return false;
+  }
+  char key[KS_HASH_HEX];
+  cache_key(c, u, true, key);
+  char *before = rejection_load(c, key);
+  if (before) {
+    o->note = before;
+    return false;
+  }
+  if (cache_load(c, u, key, o)) {
+    o->status = KS_COMPILE_OK;
+    o->cached = o->nvcc = true;
+    o->log = ks_xstrdup("");
+    return true;
+  }
+  ks_ctx local;
+  local_ctx(p, &local);
+  ks_buf log = KS_BUF_INIT;
+  log.limit = 1u << 20;
+  double t0 = now_ms();
+  bool rejected = false;
+  int rc = ks_nvcc_compile(&local, c, u, &o->cubin, &log, o->lowered, &rejected);
+  o->ms = now_ms() - t0;
+  if (rc) {
+    /* NVRTC's log replaces nvcc's: it is the one about the cubin used. */
+    ks_buf note = KS_BUF_INIT;
+    ks_buf_addf(&note, "nvcc rejected it (%s): compiled with NVRTC", local.error);
+    o->note = ks_buf_detach(&note);
+    if (rejected)
+      rejection_store(c, key, o->note);
+    ks_buf_reset(&o->cubin);
+  } else {
+    o->status = KS_COMPILE_OK;
+    o->nvcc = true;
+    o->log = ks_buf_detach(&log);
+    cache_store(c, u, key, o);
+  }
+  ks_buf_release(&log);
+  ks_ctx_release(&local);
+  return !rc;
+}
 
 static void compile_one(pool *p, const ks_compile_unit *u, unit_out *o) {
   o->lowered = ks_xcalloc(u->nnames ? u->nnames : 1, sizeof *o->lowered);
@@ -182,8 +285,10 @@ static void compile_one(pool *p, const ks_compile_unit *u, unit_out *o) {
     if (why)
       return;
   }
+  if (u->nvcc && compile_nvcc(p, u, o))
+    return;
   char key[KS_HASH_HEX];
-  cache_key(p->c, u, key);
+  cache_key(p->c, u, false, key);
   if (cache_load(p->c, u, key, o)) {
     o->status = KS_COMPILE_OK;
     o->cached = true;
@@ -202,11 +307,8 @@ static void compile_one(pool *p, const ks_compile_unit *u, unit_out *o) {
                       .noptions = nopt,
                       .name_expressions = u->name_expressions,
                       .nnames = u->nnames};
-  /* Each thread records its own failure message. */
   ks_ctx local;
-  ks_ctx_init(&local, p->ctx->prog);
-  memcpy(local.faults, p->ctx->faults, sizeof local.faults);
-  local.nfaults = p->ctx->nfaults;
+  local_ctx(p, &local);
   ks_buf log = KS_BUF_INIT;
   log.limit = 1u << 20;
   double t0 = now_ms();
@@ -267,6 +369,8 @@ int ks_compile(ks_ctx *ctx, const ks_compiler *c, const ks_compile_unit *units, 
     r->log = ks_arena_strdup(arena, o->log ? o->log : "");
     r->ms = o->ms;
     r->cached = o->cached;
+    r->nvcc = o->nvcc;
+    r->note = o->note ? ks_arena_strdup(arena, o->note) : NULL;
     if (o->status == KS_COMPILE_OK) {
       void *cubin = ks_arena_alloc(arena, o->cubin.len ? o->cubin.len : 1);
       memcpy(cubin, o->cubin.data, o->cubin.len);
@@ -281,6 +385,7 @@ int ks_compile(ks_ctx *ctx, const ks_compiler *c, const ks_compile_unit *units, 
     free(o->lowered);
     free(o->reason);
     free(o->log);
+    free(o->note);
     ks_buf_release(&o->cubin);
   }
   free(p.outs);

@@ -51,6 +51,13 @@ int ks_nvrtc_compile(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_b
 int ks_nvrtc_compile_named(ks_ctx *ctx, const ks_nvrtc_unit *unit, ks_buf *cubin, ks_buf *log,
                            char **lowered);
 
+/* The lowered names of `unit`'s name expressions from NVRTC's front end
+ * alone (-fdevice-syntax-only: parsed and instantiated, no code made), in
+ * a tenth of a compile's time: what the compile service needs to find the
+ * same functions in a cubin another compiler (nvcc) made. lowered[0..nnames)
+ * are malloc'd strings the caller frees. */
+int ks_nvrtc_lowered_names(ks_ctx *ctx, const ks_nvrtc_unit *unit, char **lowered);
+
 /* Compiles a trivial kernel for `arch` ("sm_90") and reports the cubin's
  * size: proof that NVRTC and its builtins library load and work, with no
  * GPU needed. */

@@ -141,6 +141,50 @@ out:
   return rc;
 }
 
+int ks_nvrtc_lowered_names(ks_ctx *ctx, const ks_nvrtc_unit *unit, char **lowered) {
+  nvrtcProgram prog = NULL;
+  int rc = 0;
+  for (size_t i = 0; i < unit->nnames; i++)
+    lowered[i] = NULL;
+  const char **options = ks_xcalloc(unit->noptions + 1, sizeof *options);
+  for (size_t i = 0; i < unit->noptions; i++)
+    options[i] = unit->options[i];
+  options[unit->noptions] = "-fdevice-syntax-only";
+  nvrtcResult r = nvrtcCreateProgram(&prog, unit->source, unit->name, (int)unit->nheaders,
+                                     unit->nheaders ? unit->header_sources : NULL,
+                                     unit->nheaders ? unit->header_names : NULL);
+  if (r != NVRTC_SUCCESS) {
+    prog = NULL;
+    rc = ks_fail(ctx, "%s: nvrtcCreateProgram: %s", unit->name, nvrtcGetErrorString(r));
+    goto out;
+  }
+  for (size_t i = 0; i < unit->nnames && !rc; i++)
+    if ((r = nvrtcAddNameExpression(prog, unit->name_expressions[i])) != NVRTC_SUCCESS)
+      rc = ks_fail(ctx, "%s: nvrtcAddNameExpression(%s): %s", unit->name,
+                   unit->name_expressions[i], nvrtcGetErrorString(r));
+  if (!rc && (r = nvrtcCompileProgram(prog, (int)unit->noptions + 1, options)) != NVRTC_SUCCESS)
+    rc = ks_fail(ctx, "%s: NVRTC's front end failed (%s)", unit->name, nvrtcGetErrorString(r));
+  for (size_t i = 0; i < unit->nnames && !rc; i++) {
+    const char *name = NULL;
+    r = nvrtcGetLoweredName(prog, unit->name_expressions[i], &name);
+    if (r != NVRTC_SUCCESS || !name)
+      rc = ks_fail(ctx, "%s: no lowered name for '%s': %s", unit->name,
+                   unit->name_expressions[i], nvrtcGetErrorString(r));
+    else
+      lowered[i] = ks_xstrdup(name);
+  }
+out:
+  if (rc)
+    for (size_t i = 0; i < unit->nnames; i++) {
+      free(lowered[i]);
+      lowered[i] = NULL;
+    }
+  if (prog)
+    nvrtcDestroyProgram(&prog);
+  free(options);
+  return rc;
+}
+
 int ks_nvrtc_smoke(ks_ctx *ctx, const char *arch, size_t *cubin_bytes) {
   static const char source[] =
       "extern \"C\" __global__ void ks_smoke(int *out, int n) {\n"

@@ -1,5 +1,7 @@
 /* The compile service without a GPU: candidate rules, parallel NVRTC,
- * lowered names of template instances, and the cubin cache. */
+ * lowered names of template instances, and the cubin cache; the same with
+ * nvcc (skipped where there is none), its fallback to NVRTC, and what a
+ * cubin says about its functions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,12 +180,136 @@ static void failures_are_results(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* nvcc: a plain kernel, a template instance in a namespace and a kernel in
+ * an anonymous namespace (which nvcc and NVRTC name differently), each
+ * found in nvcc's cubin; the second compile from the cache. */
+static void nvcc_compiles_plain_and_template_kernels(void **state) {
+  if (!*compiler.nvcc)
+    skip();
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  ks_arena a = KS_ARENA_INIT;
+  const char *src = "namespace ns {\n"
+                    "template <typename T, int B> __global__ void scale(T *x, T a, int n) {\n"
+                    "  __shared__ T tile[B];\n"
+                    "  int i = blockIdx.x * B + threadIdx.x;\n"
+                    "  tile[threadIdx.x] = i < n ? x[i] : T(0);\n"
+                    "  __syncthreads();\n"
+                    "  if (i < n) x[i] = tile[B - 1 - threadIdx.x] * a;\n"
+                    "}\n"
+                    "}\n"
+                    "namespace { __global__ void hidden(float *x) { x[threadIdx.x] += 1.0f; } }\n"
+                    "__global__ void plain(float *x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 2; }\n";
+  const char *names[] = {"ns::scale<float, 128>", "hidden", "plain"};
+  const char *fast[] = {"--use_fast_math"};
+  ks_compile_unit unit = {.name = "mixed.cu", .source = src, .name_expressions = names,
+                          .nnames = 3, .nvcc = true, .extra_options = fast, .nextra = 1};
+  ks_compile_result r, again, nvrtc;
+  assert_int_equal(ks_compile(&ctx, &compiler, &unit, 1, &a, &r), 0);
+  if (r.status != KS_COMPILE_OK)
+    fail_msg("%s\n%s", r.reason, r.log);
+  if (!r.nvcc)
+    fail_msg("not compiled by nvcc: %s", r.note ? r.note : "(no note)");
+  assert_null(r.note);
+  assert_false(r.cached);
+  assert_memory_equal(r.cubin, "\177ELF", 4);
+  assert_string_equal(r.lowered[0], "_ZN2ns5scaleIfLi128EEEvPT_S1_i");
+  assert_non_null(strstr(r.lowered[1], "_GLOBAL__N_"));
+  assert_non_null(strstr(r.lowered[1], "6hiddenEPf"));
+  assert_string_equal(r.lowered[2], "_Z5plainPfi");
+  const char **entries;
+  assert_int_equal(ks_cubin_entries(&a, r.cubin, r.cubin_size, &entries), 3);
+  for (int i = 0; i < 3; i++) {
+    ks_cubin_function f;
+    assert_int_equal(ks_cubin_function_info(r.cubin, r.cubin_size, r.lowered[i], &f), 0);
+    assert_true(f.registers > 0 && f.registers < 256);
+    assert_int_equal(strlen(f.text_sha256), 64);
+    assert_true(f.text_bytes > 0);
+  }
+  ks_cubin_function none;
+  assert_int_equal(ks_cubin_function_info(r.cubin, r.cubin_size, "_Z4nonev", &none), -1);
+  assert_int_equal(ks_cubin_function_info("not an ELF file", 16, r.lowered[0], &none), -1);
+
+  assert_int_equal(ks_compile(&ctx, &compiler, &unit, 1, &a, &again), 0);
+  assert_int_equal(again.status, KS_COMPILE_OK);
+  assert_true(again.cached && again.nvcc);
+  assert_int_equal(again.cubin_size, r.cubin_size);
+  assert_memory_equal(again.cubin, r.cubin, r.cubin_size);
+  for (int i = 0; i < 3; i++)
+    assert_string_equal(again.lowered[i], r.lowered[i]);
+  /* NVRTC's cubin of the same unit is another cache entry, and its names
+   * are the same but for the anonymous namespace's. */
+  unit.nvcc = false;
+  assert_int_equal(ks_compile(&ctx, &compiler, &unit, 1, &a, &nvrtc), 0);
+  assert_int_equal(nvrtc.status, KS_COMPILE_OK);
+  assert_false(nvrtc.cached || nvrtc.nvcc);
+  assert_string_equal(nvrtc.lowered[0], r.lowered[0]);
+  assert_string_equal(nvrtc.lowered[2], r.lowered[2]);
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+}
+
+/* A unit nvcc rejects (here: one that insists on NVRTC) is compiled by
+ * NVRTC, with the reason in the note; the rejection is remembered, so the
+ * second compile asks nvcc nothing and finds NVRTC's cubin cached. */
+static void nvcc_rejection_falls_back_to_nvrtc(void **state) {
+  if (!*compiler.nvcc)
+    skip();
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  ks_arena a = KS_ARENA_INIT;
+  const char *src = "#ifndef __CUDACC_RTC__\n#error this unit is for NVRTC only\n#endif\n"
+                    "__global__ void only_rtc(int *x) { x[0] = 1; }\n";
+  const char *name = "only_rtc";
+  ks_compile_unit unit = {.name = "rtc.cu", .source = src, .name_expressions = &name,
+                          .nnames = 1, .nvcc = true};
+  ks_compile_result r, again;
+  assert_int_equal(ks_compile(&ctx, &compiler, &unit, 1, &a, &r), 0);
+  assert_int_equal(r.status, KS_COMPILE_OK);
+  assert_false(r.nvcc);
+  assert_non_null(r.note);
+  assert_non_null(strstr(r.note, "nvcc rejected it"));
+  assert_non_null(strstr(r.note, "this unit is for NVRTC only"));
+  assert_string_equal(r.lowered[0], "_Z8only_rtcPi");
+  assert_int_equal(ks_compile(&ctx, &compiler, &unit, 1, &a, &again), 0);
+  assert_int_equal(again.status, KS_COMPILE_OK);
+  assert_true(again.cached);
+  assert_false(again.nvcc);
+  assert_string_equal(again.note, r.note);
+  /* Both compilers refuse: the unit fails with NVRTC's reason. */
+  const char *bad = "__global__ void k(int *x) { x[0] = undeclared_name; }\n";
+  const char *k = "k";
+  ks_compile_unit broken = {.name = "bad.cu", .source = bad, .name_expressions = &k, .nnames = 1,
+                            .nvcc = true};
+  assert_int_equal(ks_compile(&ctx, &compiler, &broken, 1, &a, &r), 0);
+  assert_int_equal(r.status, KS_COMPILE_FAILED);
+  assert_non_null(strstr(r.reason, "undeclared_name"));
+  assert_non_null(strstr(r.note, "nvcc rejected it"));
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+}
+
+static void compiler_kind_names(void **state) {
+  ks_compiler_kind k = KS_COMPILER_NVCC;
+  assert_int_equal(ks_compiler_kind_parse("auto", &k), 0);
+  assert_int_equal(k, KS_COMPILER_AUTO);
+  assert_int_equal(ks_compiler_kind_parse("nvrtc", &k), 0);
+  assert_int_equal(k, KS_COMPILER_NVRTC);
+  assert_int_equal(ks_compiler_kind_parse("nvcc", &k), 0);
+  assert_int_equal(k, KS_COMPILER_NVCC);
+  assert_int_equal(ks_compiler_kind_parse("clang", &k), -1);
+  assert_string_equal(ks_compiler_kind_name(KS_COMPILER_NVRTC), "nvrtc");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(candidate_rules),
       cmocka_unit_test(parallel_compile_names_and_cache),
       cmocka_unit_test(codegen_options),
       cmocka_unit_test(failures_are_results),
+      cmocka_unit_test(nvcc_compiles_plain_and_template_kernels),
+      cmocka_unit_test(nvcc_rejection_falls_back_to_nvrtc),
+      cmocka_unit_test(compiler_kind_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
