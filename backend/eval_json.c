@@ -140,12 +140,39 @@ static void timing_json(cJSON *root, const ks_eval *e, bool variant, bool comple
   }
 }
 
+/* Warm timing: null when it did not run (the data did not fit in L2, or
+ * it was not asked for). */
+static void warm_json(cJSON *root, const ks_eval *e, bool variant, bool complete) {
+  if (!e->warm_timed && !complete) {
+    cJSON_AddNullToObject(root, "warm");
+    return;
+  }
+  cJSON *w = cJSON_AddObjectToObject(root, "warm");
+  if (complete)
+    cJSON_AddBoolToObject(w, "timed", e->warm_timed);
+  ks_json_add_u64(w, "bytes", e->warm_bytes);
+  num(w, "original_median_ms", e->base_warm_median_ms);
+  num(w, "original_samples", e->base_warm_samples);
+  if (variant) {
+    num(w, "variant_median_ms", e->cand_warm_median_ms);
+    num(w, "variant_samples", e->cand_warm_samples);
+    num(w, "speedup", e->warm_speedup);
+    num(w, "speedup_low", e->warm_speedup_low);
+    num(w, "speedup_high", e->warm_speedup_high);
+  }
+}
+
 void ks_eval_json_add(cJSON *root, const ks_eval *e, unsigned flags) {
   bool complete = flags & KS_EVAL_JSON_COMPLETE;
   bool variant = complete || (flags & KS_EVAL_JSON_VARIANT);
   str(root, "verdict", ks_verdict_name(e->verdict));
   str(root, "reason", e->reason);
   cJSON *comp = cJSON_AddObjectToObject(root, "compile");
+  str(comp, "compiler", e->compiler);
+  if (e->compiler_note || complete)
+    str(comp, "compiler_note", e->compiler_note);
+  if (e->machine_code_note || complete)
+    str(comp, "machine_code_note", e->machine_code_note);
   num(comp, "ms", e->compile_ms);
   cJSON_AddBoolToObject(comp, "cached", e->compile_cached);
   num(comp, "original_registers", e->base_registers);
@@ -184,6 +211,7 @@ void ks_eval_json_add(cJSON *root, const ks_eval *e, unsigned flags) {
   }
   if (e->timed || complete)
     timing_json(root, e, variant, complete);
+  warm_json(root, e, variant, complete);
   num(root, "wall_seconds", e->wall_seconds);
 }
 
@@ -365,6 +393,9 @@ int ks_eval_from_json(ks_ctx *ctx, const char *text, ks_arena *a, ks_eval *out) 
   out->verdict = (ks_verdict)v;
   out->reason = get_str(a, root, "reason");
   const cJSON *comp = cJSON_GetObjectItemCaseSensitive(root, "compile");
+  out->compiler = get_str(a, comp, "compiler");
+  out->compiler_note = get_str(a, comp, "compiler_note");
+  out->machine_code_note = get_str(a, comp, "machine_code_note");
   out->compile_ms = get_num(comp, "ms");
   out->compile_cached = get_bool(comp, "cached");
   out->base_registers = get_int(comp, "original_registers");
@@ -384,6 +415,16 @@ int ks_eval_from_json(ks_ctx *ctx, const char *text, ks_arena *a, ks_eval *out) 
   out->ref_cand_max_abs = get_num(r, "variant_max_abs_error");
   out->ref_cand_max_rel = get_num(r, "variant_max_rel_error");
   read_timing(root, out);
+  out->warm_timed = applies(root, "warm", "timed") != NULL;
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "warm");
+  out->warm_bytes = get_u64(w, "bytes");
+  out->base_warm_median_ms = get_num(w, "original_median_ms");
+  out->base_warm_samples = (unsigned)get_u64(w, "original_samples");
+  out->cand_warm_median_ms = get_num(w, "variant_median_ms");
+  out->cand_warm_samples = (unsigned)get_u64(w, "variant_samples");
+  out->warm_speedup = get_num(w, "speedup");
+  out->warm_speedup_low = get_num(w, "speedup_low");
+  out->warm_speedup_high = get_num(w, "speedup_high");
   out->wall_seconds = get_num(root, "wall_seconds");
   cJSON_Delete(root);
   return 0;

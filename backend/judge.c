@@ -2,6 +2,7 @@
  * timed size, decide. See ks_judge.h and docs/judge.md. */
 #include "ks_judge.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,36 +152,98 @@ void ks_judge_close(ks_judge *j) {
   memset(j, 0, sizeof *j);
 }
 
+/* Whether the subject's kernels go to nvcc (docs/judge.md, "Which
+ * compiler"). */
+static bool wants_nvcc(const ks_judge *j, const ks_subject *s) {
+  return j->opts.compiler == KS_COMPILER_NVCC ||
+         (j->opts.compiler == KS_COMPILER_AUTO && s->build_known && *j->compiler.nvcc);
+}
+
+static const char *short_digest(ks_arena *a, const char *hex) {
+  return ks_arena_printf(a, "%.12s", *hex ? hex : "?");
+}
+
+/* How NVRTC's original differs from nvcc's, or NULL when they run the
+ * same instructions. */
+static const char *machine_code_diff(ks_arena *a, const ks_compile_result *nvrtc,
+                                     const ks_compile_result *nvcc) {
+  ks_cubin_function x, y;
+  if (ks_cubin_function_info(nvrtc->cubin, nvrtc->cubin_size, nvrtc->lowered[0], &x) ||
+      ks_cubin_function_info(nvcc->cubin, nvcc->cubin_size, nvcc->lowered[0], &y) ||
+      !strcmp(x.text_sha256, y.text_sha256))
+    return NULL;
+  const char *regs = x.registers == y.registers
+                         ? ks_arena_printf(a, "the same %d registers", x.registers)
+                         : ks_arena_printf(a, "%d registers (nvcc: %d)", x.registers, y.registers);
+  return ks_arena_printf(a, "NVRTC's machine code for the original differs from nvcc's (the "
+                            "build's compiler): %s, %zu bytes of code (nvcc: %zu), SASS digest "
+                            "%s (nvcc: %s); the judge times NVRTC's (--compiler nvcc times "
+                            "the program's)",
+                         regs, x.text_bytes, y.text_bytes, short_digest(a, x.text_sha256),
+                         short_digest(a, y.text_sha256));
+}
+
 int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
   if (s->fp64_reference && (!s->ref_source || !s->ref_name_expression))
     return ks_fail(ctx, "kernel '%s': the spec asks for an fp64 reference, and there is no "
                         "fp64 twin of its slice", s->kernel);
-  ks_compile_unit units[2] = {{.name = ks_arena_printf(arena, "%s.cu", s->kernel),
+  bool nvcc = wants_nvcc(j, s);
+  /* With nvcc, NVRTC's original too: the one a variant nvcc rejects is
+   * judged against. Judged with NVRTC and the build's command known,
+   * nvcc's original too: is NVRTC's what the program runs? */
+  bool other = nvcc || (s->build_known && *j->compiler.nvcc);
+  ks_compile_unit units[3] = {{.name = ks_arena_printf(arena, "%s.cu", s->kernel),
                                .source = s->slice_source,
                                .name_expressions = &s->name_expression,
                                .nnames = 1,
                                .extra_options = s->options,
-                               .nextra = s->noptions},
+                               .nextra = s->noptions,
+                               .nvcc = nvcc},
+                              {.name = ks_arena_printf(arena, "%s.cu", s->kernel),
+                               .source = s->slice_source,
+                               .name_expressions = &s->name_expression,
+                               .nnames = 1,
+                               .extra_options = s->options,
+                               .nextra = s->noptions,
+                               .nvcc = !nvcc},
                               {.name = ks_arena_printf(arena, "%s.fp64.cu", s->kernel),
                                .source = s->ref_source,
                                .name_expressions = &s->ref_name_expression,
                                .nnames = 1,
                                .extra_options = s->options,
-                               .nextra = s->noptions}};
-  ks_compile_result r[2];
-  if (ks_compile(ctx, &j->compiler, units, s->fp64_reference ? 2 : 1, arena, r))
+                               .nextra = s->noptions,
+                               .nvcc = nvcc}};
+  size_t n = other ? 2 : 1;
+  if (s->fp64_reference)
+    units[n++] = units[2];
+  ks_compile_result r[3];
+  if (ks_compile(ctx, &j->compiler, units, n, arena, r))
     return -1;
   if (r[0].status != KS_COMPILE_OK)
-    return ks_fail(ctx, "the original kernel does not compile with NVRTC: %s", r[0].reason);
+    return ks_fail(ctx, "the original kernel does not compile with %s: %s",
+                   nvcc ? "nvcc or NVRTC" : "NVRTC", r[0].reason);
   s->base = (ks_module){r[0].cubin, r[0].cubin_size, r[0].lowered[0]};
+  s->nvcc = r[0].nvcc;
+  s->base_nvrtc = (ks_module){0};
+  s->compiler_note = s->machine_code_note = NULL;
+  if (nvcc && !s->nvcc) {
+    s->compiler_note = r[0].note;
+    ks_warn(ctx, "%s: the original: %s", s->kernel, r[0].note ? r[0].note : "not nvcc's");
+  }
+  if (s->nvcc && other && r[1].status == KS_COMPILE_OK)
+    s->base_nvrtc = (ks_module){r[1].cubin, r[1].cubin_size, r[1].lowered[0]};
+  if (!s->nvcc && other && r[1].status == KS_COMPILE_OK && r[1].nvcc &&
+      (s->machine_code_note = machine_code_diff(arena, &r[0], &r[1])))
+    ks_warn(ctx, "%s: %s", s->kernel, s->machine_code_note);
   s->ref = (ks_module){0};
   if (!s->fp64_reference)
     return 0;
-  if (r[1].status != KS_COMPILE_OK)
+  const ks_compile_result *twin = &r[n - 1];
+  if (twin->status != KS_COMPILE_OK)
     return ks_fail(ctx, "kernel '%s': its fp64 twin (the fp64 reference the spec asks for) does "
-                        "not compile with NVRTC: %s",
-                   s->kernel, r[1].reason);
-  s->ref = (ks_module){r[1].cubin, r[1].cubin_size, r[1].lowered[0]};
+                        "not compile: %s",
+                   s->kernel, twin->reason);
+  s->ref = (ks_module){twin->cubin, twin->cubin_size, twin->lowered[0]};
   return 0;
 }
 
@@ -193,6 +256,7 @@ const char *ks_judge_variant_unit(ks_arena *a, const char *slice_source, const k
                          v->file ? v->file : "variant.cu", v->source);
 }
 
+/* With the original's compiler (ks_judge_prepare). */
 static void variant_unit(ks_arena *a, const ks_subject *s, const ks_candidate *c,
                          ks_compile_unit *unit) {
   *unit = (ks_compile_unit){.name = ks_arena_printf(a, "%s.variant.cu", s->kernel),
@@ -201,7 +265,8 @@ static void variant_unit(ks_arena *a, const ks_subject *s, const ks_candidate *c
                             .nnames = 1,
                             .candidate = c->variant->source,
                             .extra_options = s->options,
-                            .nextra = s->noptions};
+                            .nextra = s->noptions,
+                            .nvcc = s->nvcc};
 }
 
 int ks_judge_precompile(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_candidate *c,
@@ -388,6 +453,59 @@ static int run(ks_ctx *ctx, ks_judge *j, const ks_run_request *req, ks_arena *a,
   return ks_worker_run(ctx, j->worker, req, a, r);
 }
 
+/* The bytes of a workload's buffers together (what must fit in L2 for a
+ * back-to-back launch to find its data there). */
+static unsigned long long workload_bytes(const ks_workload *w) {
+  unsigned long long total = 0;
+  for (size_t i = 0; i < w->buffers.len; i++) {
+    unsigned long long size = ks_dtype_size(w->buffers.items[i].dtype);
+    unsigned long long count = w->buffers.items[i].count;
+    if (size && count > ULLONG_MAX / size)
+      return ULLONG_MAX;
+    total = count * size > ULLONG_MAX - total ? ULLONG_MAX : total + count * size;
+  }
+  return total;
+}
+
+/* Warm timing (docs/judge.md): the flushed request again with no flush and
+ * no restore between samples, when asked and the timed size's data fit in
+ * the L2. Reported beside the verdict, which it never changes; a failure
+ * here leaves warm_timed false. */
+static void time_warm(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_run_request *flushed,
+                      ks_arena *a, ks_eval *e) {
+  bool wanted = j->opts.warm == KS_WARM_ON || (j->opts.warm == KS_WARM_UNSCREENED && !j->opts.screen);
+  unsigned long long bytes = workload_bytes(flushed->work);
+  if (!wanted || !j->device.l2_bytes || bytes > j->device.l2_bytes)
+    return;
+  ks_run_request req = *flushed;
+  req.timing.warm = true;
+  ks_run_result r;
+  ks_ctx quiet;
+  ks_ctx_init(&quiet, ctx->prog);
+  int rc = run(&quiet, j, &req, a, &r);
+  if (rc || r.status != KS_RUN_OK || !r.timing.base_ms.len ||
+      (req.cand.cubin && !r.timing.cand_ms.len)) {
+    ks_debug(ctx, "%s: warm timing failed: %s", s->kernel,
+             rc ? quiet.error : r.error ? r.error : "no samples");
+    ks_ctx_release(&quiet);
+    return;
+  }
+  ks_ctx_release(&quiet);
+  e->warm_timed = true;
+  e->warm_bytes = bytes;
+  e->base_warm_samples = (unsigned)r.timing.base_ms.len;
+  e->base_warm_median_ms = ks_stats_median(r.timing.base_ms.items, r.timing.base_ms.len);
+  if (!req.cand.cubin)
+    return;
+  e->cand_warm_samples = (unsigned)r.timing.cand_ms.len;
+  e->cand_warm_median_ms = ks_stats_median(r.timing.cand_ms.items, r.timing.cand_ms.len);
+  e->warm_speedup = e->cand_warm_median_ms > 0 ? e->base_warm_median_ms / e->cand_warm_median_ms
+                                               : 0;
+  ks_stats_ratio_interval(r.timing.base_ms.items, r.timing.base_ms.len, r.timing.cand_ms.items,
+                          r.timing.cand_ms.len, j->opts.seed ^ 0x5741524Dull,
+                          &e->warm_speedup_low, &e->warm_speedup_high);
+}
+
 static void set_timing_defaults(ks_timing_options *t) {
   if (!t->min_samples)
     t->min_samples = 10;
@@ -411,7 +529,10 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
   unsigned nseeds = j->opts.seeds ? j->opts.seeds : 3;
   ks_timing_options timing = j->opts.timing;
   set_timing_defaults(&timing);
-  ks_module cand = {0};
+  ks_module cand = {0}, base = s->base;
+  e->compiler = s->nvcc ? "nvcc" : "nvrtc";
+  e->compiler_note = s->compiler_note;
+  e->machine_code_note = s->machine_code_note;
 
   if (c) {
     ks_compile_unit unit;
@@ -419,6 +540,17 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
     ks_compile_result cr;
     if (ks_compile(ctx, &j->compiler, &unit, 1, a, &cr))
       return -1;
+    if (s->nvcc && !cr.nvcc) {
+      /* nvcc rejected the variant: both judged as NVRTC compiles them. */
+      e->compiler = "nvrtc";
+      e->compiler_note = ks_arena_printf(a, "the variant: %s; the original is judged as NVRTC "
+                                            "compiles it too",
+                                         cr.note ? cr.note : "not compiled by nvcc");
+      base = s->base_nvrtc;
+      if (!base.cubin && cr.status == KS_COMPILE_OK)
+        return ks_fail(ctx, "kernel '%s': nvcc rejected a variant and there is no NVRTC "
+                            "compile of the original to judge it against", s->kernel);
+    }
     e->compile_log = cr.log;
     e->compile_ms = cr.ms;
     e->compile_cached = cr.cached;
@@ -472,7 +604,7 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
       unsigned long long *seeds = ks_arena_alloc(a, n * sizeof *seeds);
       for (unsigned k = 0; k < n; k++)
         seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);
-      ks_run_request req = {.base = s->base, .cand = cand,
+      ks_run_request req = {.base = base, .cand = cand,
                             .ref = captured ? (ks_module){0} : s->ref,
                             .work = &s->workloads[i], .cand_launch = c->launches[i],
                             .seeds = seeds, .nseeds = n, .verify = true};
@@ -520,7 +652,7 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
 
   /* Timing on the timed size, interleaved, then the last timed output
    * rechecked on fresh inputs. */
-  ks_run_request req = {.base = s->base, .cand = cand, .work = &s->workloads[timed],
+  ks_run_request req = {.base = base, .cand = cand, .work = &s->workloads[timed],
                         .cand_launch = c ? c->launches[timed] : s->workloads[timed].launch,
                         .time = true, .timing = timing,
                         .recheck_seed = mix(j->opts.seed, 0xC0FFEE)};
@@ -544,6 +676,7 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
     e->verdict = KS_VERDICT_BASELINE;
     e->reason = ks_arena_printf(a, "%.4f ms (IQR %.4f ms, %u samples)", e->base_median_ms,
                                 e->base_iqr_ms, e->base_samples);
+    time_warm(ctx, j, s, &req, a, e);
     goto out;
   }
   for (size_t i = 0; i < r.timing.recheck.len; i++) {
@@ -558,6 +691,9 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
     }
   }
   decide(j, a, e);
+  if (e->verdict == KS_VERDICT_FAST || e->verdict == KS_VERDICT_SAME ||
+      e->verdict == KS_VERDICT_SLOW)
+    time_warm(ctx, j, s, &req, a, e);
 out:
   e->wall_seconds = now_s() - t0;
   return 0;

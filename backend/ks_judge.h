@@ -1,11 +1,12 @@
 /* ks_judge: one evaluation of a kernel variant, under the protocol users
  * must be able to trust (docs/judge.md):
  *
- *   compile (NVRTC, candidate rules) -> for every size set and several fresh
+ *   compile (nvcc or NVRTC, candidate rules) -> for every size set and several fresh
  *   seeds: run original and variant on the same inputs, NaN-poisoned outputs,
  *   a second run with another sentinel, guard zones, input checksums ->
  *   on the timed size: interleaved timing with L2 flushes, clock filtering,
- *   the last timed output rechecked on fresh inputs -> verdict.
+ *   the last timed output rechecked on fresh inputs -> verdict (-> warm
+ *   timing, reported beside it, when asked and the data fit in L2).
  *
  * Verdicts: FAST, SAME or SLOW when the variant computes the same result and
  * the difference is (or is not) outside the noise; otherwise a verdict that
@@ -40,6 +41,17 @@ typedef enum ks_verdict {
 
 const char *ks_verdict_name(ks_verdict v); /* "FAST", "WRONG", ... */
 
+/* When an evaluation also times both kernels warm (docs/judge.md, "Warm
+ * timing"): without L2 flushes, as a program that launches the kernel back
+ * to back runs it, if the timed size's buffers together fit in the L2.
+ * The verdict stays the flushed timing's. */
+typedef enum ks_warm_mode {
+  KS_WARM_OFF,
+  KS_WARM_ON,         /* every timed evaluation */
+  KS_WARM_UNSCREENED, /* only evaluations run with `screen` off: in a search,
+                         the winner's recheck (the search's speed is kept) */
+} ks_warm_mode;
+
 typedef struct ks_judge_options {
   const char *arch;        /* NULL: the device's (sm_XY) */
   const char *cache_dir;   /* compiled cubins; NULL: none */
@@ -54,6 +66,11 @@ typedef struct ks_judge_options {
                               verified only by the recheck after timing (one
                               fresh input set), other sizes in full; the
                               search's winner is judged again without it */
+  ks_compiler_kind compiler; /* which compiler makes the cubins (docs/judge.md,
+                              "Which compiler"); AUTO: nvcc when the kernel's
+                              build command is known (ks_subject.build_known)
+                              and nvcc is found, else NVRTC */
+  ks_warm_mode warm;       /* also time warm when the data fit in L2 */
 } ks_judge_options;
 
 typedef struct ks_judge {
@@ -87,10 +104,23 @@ typedef struct ks_subject {
   bool fp64_reference;           /* the spec's `reference fp64` */
   const char *ref_source;        /* the slice's fp64 twin (ks_slice_to_fp64) */
   const char *ref_name_expression; /* the instance in the twin ("k<double>") */
+  bool build_known;              /* the user's build compiles the kernel's file
+                                    by a known command (compile_commands.json):
+                                    KS_COMPILER_AUTO compiles with nvcc */
   /* filled by ks_judge_prepare: */
   ks_module base;
   ks_module ref;                 /* the twin, compiled; cubin NULL: none */
   int base_registers;
+  bool nvcc;                     /* nvcc compiled the original, and compiles
+                                    every variant */
+  ks_module base_nvrtc;          /* with nvcc: NVRTC's original, judged against
+                                    a variant nvcc rejects (one compiler per
+                                    evaluation) */
+  const char *compiler_note;     /* why NVRTC where nvcc was asked for; NULL */
+  const char *machine_code_note; /* judged with NVRTC, the build's command known:
+                                    how the original's machine code differs
+                                    from nvcc's (registers, SASS digest); NULL
+                                    when it is the same */
 } ks_subject;
 
 /* Compiles the original, and its fp64 twin when the subject asks for the
@@ -114,7 +144,11 @@ typedef struct ks_eval {
   ks_verdict verdict;
   const char *reason;          /* one line; for FAST/SAME/SLOW the numbers */
   /* compile */
-  const char *compile_log;     /* NVRTC's log, for the terminal only */
+  const char *compiler;        /* "nvcc" or "nvrtc": what compiled the original
+                                  and the variant (the same for both) */
+  const char *compiler_note;   /* why NVRTC where nvcc was asked for; NULL */
+  const char *machine_code_note; /* ks_subject.machine_code_note */
+  const char *compile_log;     /* the compiler's log, for the terminal only */
   double compile_ms;
   bool compile_cached;
   int base_registers, cand_registers, base_spills, cand_spills;
@@ -137,6 +171,13 @@ typedef struct ks_eval {
   double speedup_low, speedup_high; /* 95% bootstrap interval */
   double sm_clock_min_mhz, sm_clock_max_mhz;
   double timing_seconds;
+  /* warm timing (ks_judge_options.warm): no L2 flush between samples, when
+   * the timed size's buffers (warm_bytes together) fit in the L2 */
+  bool warm_timed;
+  unsigned long long warm_bytes;
+  unsigned base_warm_samples, cand_warm_samples;
+  double base_warm_median_ms, cand_warm_median_ms;
+  double warm_speedup, warm_speedup_low, warm_speedup_high; /* 95% interval */
   /* against the device's ceilings */
   unsigned long long bytes_min;
   double floor_ms;             /* bytes_min over the measured bandwidth */

@@ -64,6 +64,10 @@ typedef struct ks_timing_options {
   unsigned long long flush_bytes; /* L2 flush buffer; 0: twice the L2 */
   double min_clock_fraction;  /* drop samples taken below this fraction of
                                  the maximum SM clock; default 0.75 */
+  bool warm;                  /* no L2 flush and no input restore between
+                                 samples: the data stay in L2 and as the last
+                                 run left them, as in a program that launches
+                                 the kernel back to back (no recheck after) */
 } ks_timing_options;
 
 typedef struct ks_run_request {

@@ -277,6 +277,8 @@ static cJSON *timing_options_item(const ks_timing_options *t) {
   cJSON_AddNumberToObject(o, "warmup", t->warmup);
   put_u64(o, "flush_bytes", t->flush_bytes);
   put_double(o, "min_clock_fraction", t->min_clock_fraction);
+  if (t->warm)
+    cJSON_AddBoolToObject(o, "warm", true);
   return o;
 }
 

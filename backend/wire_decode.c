@@ -349,6 +349,7 @@ static void get_run(decoder *d, const cJSON *o, ks_run_request *r) {
   r->timing.warmup = (unsigned)get_int(d, t, "warmup", 0, UINT32_MAX);
   r->timing.flush_bytes = get_u64(d, t, "flush_bytes");
   r->timing.min_clock_fraction = get_double(d, t, "min_clock_fraction");
+  r->timing.warm = t && opt_bool(d, t, "warm");
 }
 
 /* An output's "ref": null, or its accuracy against the fp64 reference. */

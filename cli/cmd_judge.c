@@ -38,6 +38,14 @@ static const char check_usage[] =
     "      --timeout S      wall-clock limit per GPU request before the worker is\n"
     "                       killed and restarted (default 60)\n"
     "      --cache-dir DIR  compiled cubins (default .kernelsmith/cache)\n"
+    "      --compiler C     what compiles the original and the variant: nvcc (as the\n"
+    "                       program is built), nvrtc, or auto (default: nvcc when\n"
+    "                       compile_commands.json has the kernel's file and nvcc is\n"
+    "                       found, else NVRTC)\n"
+    "      --warm           when the timed size's data fit in L2, also time both\n"
+    "                       without flushing it, as a program launching the kernel\n"
+    "                       back to back runs it (reported; the verdict stays the\n"
+    "                       flushed timing's)\n"
     "      --json           everything, as JSON (schema: docs/judge.md)\n"
     "  -h, --help           show this help\n"
     "\n"
@@ -59,7 +67,7 @@ const ks_command ks_cmd_bench;
 
 static int run_judge(ks_ctx *ctx, const ks_command *cmd, bool check, int argc, char **argv) {
   enum { OPT_JSON = 256, OPT_VARIANT, OPT_SEEDS, OPT_SEED, OPT_NO_TIME, OPT_DEVICE, OPT_CACHE,
-         OPT_MAX_SECONDS, OPT_TIMEOUT };
+         OPT_MAX_SECONDS, OPT_TIMEOUT, OPT_COMPILER, OPT_WARM };
   static const struct option opts[] = {
       KS_SOURCE_LONG,
       {"json", no_argument, NULL, OPT_JSON},
@@ -67,7 +75,9 @@ static int run_judge(ks_ctx *ctx, const ks_command *cmd, bool check, int argc, c
       {"seed", required_argument, NULL, OPT_SEED}, {"no-time", no_argument, NULL, OPT_NO_TIME},
       {"device", required_argument, NULL, OPT_DEVICE}, {"cache-dir", required_argument, NULL, OPT_CACHE},
       {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
-      {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"help", no_argument, NULL, 'h'},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"compiler", required_argument, NULL, OPT_COMPILER}, {"warm", no_argument, NULL, OPT_WARM},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args src;
   ks_source_args_init(&src, argc);
@@ -130,6 +140,15 @@ static int run_judge(ks_ctx *ctx, const ks_command *cmd, bool check, int argc, c
       jo.timeout_ms = (unsigned)(secs * 1000);
       break;
     }
+    case OPT_COMPILER:
+      if (ks_compiler_kind_parse(optarg, &jo.compiler)) {
+        rc = ks_usage_error(ctx, cmd, "--compiler takes auto, nvrtc or nvcc, not '%s'", optarg);
+        goto out;
+      }
+      break;
+    case OPT_WARM:
+      jo.warm = KS_WARM_ON;
+      break;
     case 'h':
       rc = ks_print_help(cmd);
       goto out;

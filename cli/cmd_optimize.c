@@ -100,6 +100,10 @@ static const char usage[] =
     "                       (default 1; the winner's recheck uses 5)\n"
     "      --device N       CUDA device (default 0)\n"
     "      --timeout S      wall-clock limit per GPU request (default 60)\n"
+    "      --compiler C     what compiles the original and its variants: nvcc (as\n"
+    "                       the program is built), nvrtc, or auto (default: nvcc\n"
+    "                       when compile_commands.json has the kernel's file and\n"
+    "                       nvcc is found, else NVRTC; docs/judge.md)\n"
     "      --stand-in-judge judge with a deterministic stand-in instead of the GPU\n"
     "                       (for testing the search without a GPU; its numbers are\n"
     "                       not measurements, and the report says so)\n"
@@ -143,7 +147,7 @@ enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECO
        OPT_RESUME, OPT_STORE, OPT_SAMPLE_SECONDS, OPT_DEVICE, OPT_TIMEOUT, OPT_STANDIN,
        OPT_JSON, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_API, OPT_LLM_KEY_FILE, OPT_LLM_JOBS,
        OPT_LLM_PLANS, OPT_LLM_CACHE, OPT_LLM_PRICES, OPT_MAX_COST, OPT_MAX_TOKENS,
-       OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE, OPT_CAPTURE };
+       OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE, OPT_CAPTURE, OPT_COMPILER };
 
 static int count_option(ks_ctx *ctx, const char *name, const char *arg, long lo, long hi,
                         unsigned *out) {
@@ -188,6 +192,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       {"sample-seconds", required_argument, NULL, OPT_SAMPLE_SECONDS},
       {"device", required_argument, NULL, OPT_DEVICE},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"compiler", required_argument, NULL, OPT_COMPILER},
       {"stand-in-judge", no_argument, NULL, OPT_STANDIN},
       {"json", no_argument, NULL, OPT_JSON},
       {"llm-url", required_argument, NULL, OPT_LLM_URL},
@@ -387,6 +392,11 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       if (seconds_option(ctx, "--timeout", optarg, &secs))
         return KS_EXIT_USAGE;
       c->judge.timeout_ms = (unsigned)(secs * 1000);
+      break;
+    case OPT_COMPILER:
+      if (ks_compiler_kind_parse(optarg, &c->judge.compiler))
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--compiler takes auto, nvrtc or nvcc, not '%s'", optarg);
       break;
     case OPT_STANDIN:
       c->standin = true;

@@ -514,6 +514,10 @@ int optimize_run(optimize_job *job) {
   if (!job->standin) {
     job->judge.cache_dir = ks_arena_printf(&arena, "%s/cache", job->store_dir);
     job->judge.screen = true;
+    /* Warm timing (data that fit in L2, no flush) for the winner's
+     * recheck only, which runs unscreened: the search's pace is kept. */
+    if (!job->judge.warm)
+      job->judge.warm = KS_WARM_UNSCREENED;
     if (ks_judge_open(ctx, &judge, &job->judge))
       no_gpu = ks_arena_strdup(&arena, ctx->error);
     else

@@ -21,6 +21,10 @@ static void print_launch(FILE *out, const ks_launch_cfg *l) {
           l->block[0], l->block[1], l->block[2], l->smem);
 }
 
+static const char *compiler_name(const char *compiler) {
+  return !strcmp(compiler, "nvrtc") ? "NVRTC" : compiler;
+}
+
 void ks_eval_print(FILE *out, const ks_judge *j, const ks_target *t, const ks_candidate *c,
                    const ks_eval *e, bool color) {
   ks_arena a = KS_ARENA_INIT;
@@ -50,10 +54,11 @@ void ks_eval_print(FILE *out, const ks_judge *j, const ks_target *t, const ks_ca
       fprintf(out, "%s%s", i ? ", " : " requires ", v->requires.items[i]);
     fputc('\n', out);
     if (e->verdict != KS_VERDICT_REFUSED)
-      fprintf(out, "compile   %s in %.0f ms%s; registers %d (original %d), spills %d bytes\n",
-              e->verdict == KS_VERDICT_COMPILE_ERROR ? "failed" : "ok", e->compile_ms,
-              e->compile_cached ? " (cached)" : "", e->cand_registers, e->base_registers,
-              e->cand_spills);
+      fprintf(out, "compile   %s%s%s in %.0f ms%s; registers %d (original %d), spills %d bytes\n",
+              e->verdict == KS_VERDICT_COMPILE_ERROR ? "failed" : "ok",
+              e->compiler ? " by " : "", e->compiler ? compiler_name(e->compiler) : "",
+              e->compile_ms, e->compile_cached ? " (cached)" : "", e->cand_registers,
+              e->base_registers, e->cand_spills);
     for (size_t i = 0; i < e->sizes.len; i++) {
       const ks_size_report *s = &e->sizes.items[i];
       fprintf(out, "%s %-10s %s: ", i ? "         " : "verify   ", s->size, size_vars(&a, t, i));
@@ -72,6 +77,12 @@ void ks_eval_print(FILE *out, const ks_judge *j, const ks_target *t, const ks_ca
                    "(abs %.3g)\n",
               e->ref_base_max_rel, e->ref_base_max_abs, e->ref_cand_max_rel, e->ref_cand_max_abs);
   }
+  if (!c && e->compiler)
+    fprintf(out, "compile   the original by %s\n", compiler_name(e->compiler));
+  if (e->compiler_note)
+    fprintf(out, "note      %s\n", e->compiler_note);
+  if (e->machine_code_note)
+    fprintf(out, "note      %s\n", e->machine_code_note);
   if (e->timed) {
     fprintf(out, "time      original %.4f ms (IQR %.4f, %u samples", e->base_median_ms,
             e->base_iqr_ms, e->base_samples);
@@ -95,6 +106,18 @@ void ks_eval_print(FILE *out, const ks_judge *j, const ks_target *t, const ks_ca
     if (e->sm_clock_max_mhz > 0)
       fprintf(out, "clocks    SM %.0f-%.0f MHz over the kept samples\n", e->sm_clock_min_mhz,
               e->sm_clock_max_mhz);
+  }
+  if (e->warm_timed) {
+    /* The program's view when it launches the kernel back to back; the
+     * verdict stays the flushed timing's. */
+    fprintf(out, "warm      (data fit in L2: %.1f of %.1f MB, no flush between samples): ",
+            (double)e->warm_bytes / 1e6, (double)j->device.l2_bytes / 1e6);
+    if (c)
+      fprintf(out, "%.3fx, 95%% interval %.3f-%.3f; original %.4f ms, variant %.4f ms\n",
+              e->warm_speedup, e->warm_speedup_low, e->warm_speedup_high, e->base_warm_median_ms,
+              e->cand_warm_median_ms);
+    else
+      fprintf(out, "original %.4f ms (%u samples)\n", e->base_warm_median_ms, e->base_warm_samples);
   }
   fprintf(out, "%sverdict%s   %s%s%s  %s\n", bold, reset, verdict_color, ks_verdict_name(e->verdict),
           reset, e->reason ? e->reason : "");

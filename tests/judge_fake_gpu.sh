@@ -7,6 +7,8 @@
 # the loose tolerance and must be WRONG against the reference; an honest
 # one must pass it; a half-precision kernel must have its `reference fp64`
 # refused with the reason. The same fixtures run on a real GPU in hacks.sh.
+# Then the compiler choice (--compiler) and warm timing (--warm, with
+# tests/fixtures/warm's small GELU, whose data fit in the stand-in's L2).
 set -u
 bin=$(realpath "$1") worker=$(realpath "$2") fake=$(realpath "$3") fixtures=$(realpath "$4")
 tmp=$(mktemp -d)
@@ -69,5 +71,50 @@ if [ $rc -eq 1 ] && [[ "$text" == *"the judge calls"*"WRONG"*"not applied"* ]] &
 else
   bad "apply --variant (WRONG)" "exit $rc: $text"
 fi
+# The compiler: --compiler nvcc judges both kernels with nvcc's cubins (the
+# stand-in runs kernels by their lowered names, which must be nvcc's too),
+# and the evaluation says which compiler made them.
+field() { # python expression over the JSON document d
+  python3 -c 'import json,sys
+d = json.load(sys.stdin)
+print('"$1"')' 2>/dev/null
+}
+if command -v nvcc >/dev/null 2>&1 || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
+  got=$(check exp_tanh.cu --json --compiler nvcc | field 'd["verdict"], d["compile"]["compiler"]')
+  if [ "$got" = "SAME nvcc" ]; then
+    ok "check --compiler nvcc" "$got"
+  else
+    bad "check --compiler nvcc" "wanted SAME by nvcc, got: ${got:-no JSON}"
+  fi
+fi
+got=$(check exp_tanh.cu --json --compiler nvrtc | field 'd["compile"]["compiler"]')
+[ "$got" = nvrtc ] && ok "check --compiler nvrtc" "$got" || bad "check --compiler nvrtc" "got: ${got:-no JSON}"
+text=$("$bin" -q check gelu_forward_kernel --variant x.cu --compiler gcc "$fixtures/fp64/gelu_ref.cu" 2>&1)
+rc=$?
+[ $rc -eq 2 ] && [[ "$text" == *"--compiler takes auto, nvrtc or nvcc"* ]] &&
+  ok "check --compiler gcc" "usage error" || bad "check --compiler gcc" "exit $rc: $text"
+
+# Warm timing: the small GELU's 512 KiB fit in the stand-in's 4 MiB L2, so
+# --warm times both kernels again without flushing and reports it beside
+# the (flushed) verdict; the large one's 32 MiB do not, and "warm" is null.
+warm() { # fixture variant [args...]
+  local fixture=$1 variant=$2; shift 2
+  "$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/$variant" --warm --seeds 1 \
+    --max-seconds 0.3 --cache-dir "$tmp/cubins" "$@" "$fixture" 2>&1
+}
+got=$(warm "$fixtures/warm/gelu_small.cu" exp_tanh.cu --json |
+      field 'd["verdict"] in ("FAST", "SAME", "SLOW") and d["warm"]["bytes"] == 524288 and d["warm"]["speedup"] > 0 and d["warm"]["original_samples"] >= 10')
+[ "$got" = True ] && ok "check --warm (fits in L2)" "timed warm" ||
+  bad "check --warm (fits in L2)" "no warm timing in the JSON: ${got:-no JSON}"
+text=$(warm "$fixtures/warm/gelu_small.cu" exp_tanh.cu)
+[[ "$text" == *"warm      (data fit in L2: 0.5 of 4.2 MB, no flush between samples): "*"x, 95% interval"* ]] &&
+  ok "check --warm (text)" "warm line" || bad "check --warm (text)" "no warm line in: $text"
+got=$(warm "$fixtures/fp64/gelu_ref.cu" exp_tanh.cu --json | field 'd["warm"] is None and d["timing"]["speedup"] > 0')
+[ "$got" = True ] && ok "check --warm (too large)" "not timed warm" ||
+  bad "check --warm (too large)" "got: ${got:-no JSON}"
+got=$("$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/exp_tanh.cu" --seeds 1 \
+      --max-seconds 0.3 --cache-dir "$tmp/cubins" --json "$fixtures/warm/gelu_small.cu" 2>&1 |
+      field 'd["warm"] is None')
+[ "$got" = True ] && ok "check without --warm" "not timed warm" || bad "check without --warm" "got: ${got:-no JSON}"
 echo "judge_fake_gpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

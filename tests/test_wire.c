@@ -123,7 +123,15 @@ static void run_request_round_trip(void **state) {
   r->verify = true;
   r->time = true;
   r->recheck_seed = UINT64_MAX - 1;
-  r->timing = (ks_timing_options){10, 200, 0.005, 5, 3, 123456789ull, 0.75};
+  memset(&r->timing, 0, sizeof r->timing); /* padding too: compared as memory below */
+  r->timing.min_samples = 10;
+  r->timing.max_samples = 200;
+  r->timing.target_rsd = 0.005;
+  r->timing.max_seconds = 5;
+  r->timing.warmup = 3;
+  r->timing.flush_bytes = 123456789ull;
+  r->timing.min_clock_fraction = 0.75;
+  r->timing.warm = true;
   ks_wire_msg out = round_trip(&m, &a);
   const ks_run_request *o = &out.run;
   assert_int_equal(o->base.size, sizeof cubin_a);
@@ -138,7 +146,19 @@ static void run_request_round_trip(void **state) {
     assert_true(o->seeds[i] == seeds[i]);
   assert_true(o->recheck_seed == UINT64_MAX - 1);
   assert_true(o->verify && o->time);
-  assert_memory_equal(&o->timing, &r->timing, sizeof r->timing);
+  assert_int_equal(o->timing.min_samples, 10);
+  assert_int_equal(o->timing.max_samples, 200);
+  assert_true(o->timing.target_rsd == 0.005 && o->timing.max_seconds == 5);
+  assert_int_equal(o->timing.warmup, 3);
+  assert_true(o->timing.flush_bytes == 123456789ull);
+  assert_true(o->timing.min_clock_fraction == 0.75);
+  assert_true(o->timing.warm);
+  /* Without warm the field is left out, and reads back false (what a peer
+   * that predates it sends). */
+  r->timing.warm = false;
+  ks_wire_msg cold = round_trip(&m, &a);
+  assert_false(cold.run.timing.warm);
+  assert_true(cold.run.timing.flush_bytes == 123456789ull);
   assert_memory_equal(&o->cand_launch, &r->cand_launch, sizeof r->cand_launch);
   const ks_workload *w = r->work, *v = o->work;
   assert_string_equal(v->size_name, "timed");

@@ -30,7 +30,8 @@
  *              recorded output bit for bit and counts the diffs of a wrong
  *              recording; variants are verified on those inputs; a missing
  *              file is the request's failure
- * plus timing of the original against itself (similar medians), and the
+ * plus timing of the original against itself (similar medians), the same
+ * warm (no flush, no recheck; on a GPU no slower than flushed), and the
  * device's ceilings.
  *
  * Without a driver or GPU it prints "SKIP: ..." and exits 77. It reports
@@ -306,6 +307,25 @@ static void cases(fixture *f, ks_arena *a) {
    * starves at random: there only the protocol's plumbing is checked. */
   double spread = getenv("KS_FAKE_CUDA") ? 3.0 : 0.15;
   EXPECT(mb > 0 && fabs(mc / mb - 1) < spread, "timing: similar medians %.4f %.4f", mb, mc);
+
+  /* Warm: no flush and no restore between samples, and no recheck (the
+   * flushed request's stands for it). saxpy's 12 MB fit in any L2 from
+   * Ampere on, so on a GPU the warm median is no slower than the flushed. */
+  ks_run_request warm = {.base = {f->cubin.data, f->cubin.len, "saxpy"},
+                         .cand = {f->cubin.data, f->cubin.len, "same"},
+                         .work = &f->saxpy,
+                         .time = true,
+                         .recheck_seed = 99,
+                         .timing = {.max_seconds = 3, .warm = true}};
+  ks_run_result wr;
+  EXPECT(ks_worker_run(f->ctx, f->worker, &warm, a, &wr) == 0 && wr.status == KS_RUN_OK &&
+             wr.timed, "warm timing: %s", wr.error ? wr.error : "");
+  EXPECT(wr.timing.base_ms.len >= 10 && wr.timing.cand_ms.len >= 10, "warm timing: samples");
+  EXPECT(wr.timing.recheck.len == 0, "warm timing: no recheck");
+  double wb = median(&wr.timing.base_ms), wc = median(&wr.timing.cand_ms);
+  printf("    warm medians: base %.4f ms, cand %.4f ms (flushed base %.4f ms)\n", wb, wc, mb);
+  EXPECT(wb > 0 && (getenv("KS_FAKE_CUDA") || wb <= 1.05 * mb),
+         "warm timing: no slower than flushed (%.4f vs %.4f ms)", wb, mb);
 }
 
 /* The fp64 reference: saxpy's double twin, on the same inputs widened. */

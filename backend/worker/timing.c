@@ -12,7 +12,12 @@
  * while the GPU reports thermal or hardware slowdown is dropped and counted.
  * The loop stops when both kept series have at least min_samples and a
  * relative standard deviation under target_rsd, when either reaches
- * max_samples, or after max_seconds. */
+ * max_samples, or after max_seconds.
+ *
+ * Warm (ks_timing_options.warm): no restore and no flush before a sample,
+ * so the data stay in L2 and as the last launch left them, the way a
+ * program that launches the kernel back to back runs it; the warm-up
+ * launches (without restores either) bring the data into L2 first. */
 #include "worker.h"
 
 #include <math.h>
@@ -100,10 +105,11 @@ typedef struct timer {
 static int sample(timer *t, series *s, wk_outcome *oc) {
   wk_state *w = t->w;
   ks_arena *arena = t->arena;
-  if (wk_buffers_restore(w, arena, t->b, true, oc) ||
-      wk_cuda(w, arena, oc, w->cu.MemsetD8Async(w->flush, (unsigned char)t->round, w->flush_bytes,
-                                                NULL),
-              KS_RUN_LAUNCH_FAILED, NULL, "cuMemsetD8 (L2 flush)") ||
+  bool cold = !t->opts->warm;
+  if ((cold && wk_buffers_restore(w, arena, t->b, true, oc)) ||
+      (cold && wk_cuda(w, arena, oc,
+                       w->cu.MemsetD8Async(w->flush, (unsigned char)t->round, w->flush_bytes, NULL),
+                       KS_RUN_LAUNCH_FAILED, NULL, "cuMemsetD8 (L2 flush)")) ||
       wk_cuda(w, arena, oc, w->cu.EventRecord(t->start, NULL), KS_RUN_LAUNCH_FAILED, NULL,
               "cuEventRecord") ||
       wk_launch(w, arena, s->kernel, t->b->params, false, oc) ||
@@ -165,7 +171,7 @@ int wk_time(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_ker
   int rc = -1;
   long long t0 = ks_wire_now_ms();
 
-  if (flush_buffer(w, arena, flush, oc) ||
+  if ((!o.warm && flush_buffer(w, arena, flush, oc)) ||
       wk_cuda(w, arena, oc, w->cu.EventCreate(&t.start, CU_EVENT_DEFAULT), KS_RUN_LAUNCH_FAILED,
               NULL, "cuEventCreate") ||
       wk_cuda(w, arena, oc, w->cu.EventCreate(&t.stop, CU_EVENT_DEFAULT), KS_RUN_LAUNCH_FAILED,
@@ -176,7 +182,7 @@ int wk_time(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_ker
    * GPU's climb from idle clocks stay out of the samples. */
   for (unsigned i = 0; i < o.warmup; i++)
     for (size_t k = 0; k < nseries; k++)
-      if (wk_buffers_restore(w, arena, b, true, oc) ||
+      if ((!o.warm && wk_buffers_restore(w, arena, b, true, oc)) ||
           wk_launch(w, arena, all[k].kernel, b->params, true, oc))
         goto out;
 
