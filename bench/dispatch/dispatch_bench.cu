@@ -1,66 +1,127 @@
 // The cost of a patched launch site's fast path: the same empty kernel
-// launched N times directly and N times through ksrt::site::take() with two
-// guards, host time per launch (the launches are asynchronous; the GPU is
-// synchronized once at the end of each series). Series alternate, several
-// rounds; the medians are printed and written as JSON.
+// launched N times directly and N times through ksrt::site::take(), host
+// time per launch (the launches are asynchronous; the GPU is synchronized
+// once at the end of each series). The dispatch series differ in their
+// guards, written as the emitter writes them:
+//   take()            aligned(x, 16) and a grid bound (no driver call)
+//   disjoint, known   ksrt::disjoint(x, n, y, n): the interval test
+//   disjoint, cached  ks_alias.disjoint(0, x, unknown, y, unknown) on two
+//                     cudaMalloc buffers: one driver call per launch
+//   disjoint, driver  ksrt::disjoint(x, unknown, y, unknown): two calls
+// Series alternate, several rounds; the medians are printed and written as
+// JSON, with whether each series took the variant (a series whose guard
+// failed measures the wrong path).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "kernelsmith_dispatch.h"
 
-__global__ void empty_kernel(float *x, int n) {
-  if (x && n < 0)
-    x[0] = 0;
+__global__ void empty_kernel(float *x, float *y, int n) {
+  if (x && y && n < 0)
+    x[0] = y[0];
 }
 
-static double series(bool dispatch, float *x, int n, int launches) {
-  static ksrt::site site("empty_kernel", "dispatch_bench.cu", {ksrt::current_arch()});
+enum mode { DIRECT, TAKE, KNOWN, CACHED, DRIVER, NMODES };
+static const char *const mode_label[NMODES] = {
+    "direct <<<>>>", "through ksrt::site::take()", "disjoint, lengths known",
+    "disjoint, unknown, alias_cache", "disjoint, unknown, no cache"};
+static const char *const mode_key[NMODES] = {"direct_ns", "dispatch_ns", "disjoint_known_ns",
+                                             "disjoint_cached_ns", "disjoint_driver_ns"};
+
+/* Each mode's site, as a patched launch has it; `took` says whether the
+ * variant branch ran at every launch of the series. */
+template <int M> static double series(float *x, float *y, int n, int launches, bool *took) {
+  static ksrt::site site("empty_kernel", mode_label[M], {ksrt::current_arch()});
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  const unsigned long long before = site.count(ksrt::VARIANT);
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < launches; i++) {
-    if (dispatch && site.take(ksrt::aligned(x, 16) && ksrt::ceil_div(n, 256) <= 65535))
-      empty_kernel<<<1, 32>>>(x, n);
+    bool variant = false;
+    if (M == TAKE)
+      variant = site.take(ksrt::aligned(x, 16) && ksrt::ceil_div(n, 256) <= 65535);
+    else if (M == KNOWN)
+      variant = site.take(ksrt::disjoint(x, bytes, y, bytes));
+    else if (M == CACHED)
+      variant = [&] {
+        static thread_local ksrt::alias_cache ks_alias;
+        return site.take(ks_alias.disjoint(0, x, ksrt::unknown, y, ksrt::unknown));
+      }();
+    else if (M == DRIVER)
+      variant = site.take(ksrt::disjoint(x, ksrt::unknown, y, ksrt::unknown));
+    if (variant)
+      empty_kernel<<<1, 32>>>(x, y, n);
     else
-      empty_kernel<<<1, 32>>>(x, n);
+      empty_kernel<<<1, 32>>>(x, y, n);
   }
   auto t1 = std::chrono::steady_clock::now();
   cudaDeviceSynchronize();
+  *took = M == DIRECT || site.count(ksrt::VARIANT) - before == static_cast<unsigned long long>(launches);
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / launches;
 }
 
+static double run_mode(int m, float *x, float *y, int n, int launches, bool *took) {
+  switch (m) {
+  case DIRECT: return series<DIRECT>(x, y, n, launches, took);
+  case TAKE: return series<TAKE>(x, y, n, launches, took);
+  case KNOWN: return series<KNOWN>(x, y, n, launches, took);
+  case CACHED: return series<CACHED>(x, y, n, launches, took);
+  default: return series<DRIVER>(x, y, n, launches, took);
+  }
+}
+
 int main(int argc, char **argv) {
-  const int launches = argc > 1 ? std::atoi(argv[1]) : 20000, rounds = 15;
-  float *x = nullptr;
-  if (cudaMalloc(&x, 1024) != cudaSuccess) {
+  const int launches = argc > 1 ? std::atoi(argv[1]) : 20000, rounds = 15, n = 256;
+  float *x = nullptr, *y = nullptr;
+  if (cudaMalloc((void **)&x, n * sizeof(float)) != cudaSuccess ||
+      cudaMalloc((void **)&y, n * sizeof(float)) != cudaSuccess) {
     std::fprintf(stderr, "dispatch_bench: no GPU\n");
     return 77;
   }
-  series(false, x, 1024, 1000); /* warm-up: module load, first launches */
-  series(true, x, 1024, 1000);
-  std::vector<double> plain, via;
-  for (int r = 0; r < rounds; r++) {
-    plain.push_back(series(false, x, 1024, launches));
-    via.push_back(series(true, x, 1024, launches));
+  bool took[NMODES], all_took[NMODES];
+  for (int m = 0; m < NMODES; m++) /* warm-up: module load, first launches, driver lookup */
+    run_mode(m, x, y, n, 1000, &took[m]);
+  std::vector<double> ns[NMODES];
+  for (int m = 0; m < NMODES; m++)
+    all_took[m] = true;
+  for (int r = 0; r < rounds; r++)
+    for (int m = 0; m < NMODES; m++) {
+      ns[m].push_back(run_mode(m, x, y, n, launches, &took[m]));
+      all_took[m] = all_took[m] && took[m];
+    }
+  double median[NMODES];
+  for (int m = 0; m < NMODES; m++) {
+    std::sort(ns[m].begin(), ns[m].end());
+    median[m] = ns[m][rounds / 2];
   }
-  std::sort(plain.begin(), plain.end());
-  std::sort(via.begin(), via.end());
-  double p = plain[rounds / 2], v = via[rounds / 2];
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
-  std::printf("%-34s %10s\n", "launch path", "ns/launch");
-  std::printf("%-34s %10.1f\n", "direct <<<>>>", p);
-  std::printf("%-34s %10.1f\n", "through ksrt::site::take()", v);
-  std::printf("%-34s %10.1f   (target: not measurable, < 2%% of a launch)\n", "overhead", v - p);
+  std::printf("%-34s %10s %10s\n", "launch path", "ns/launch", "overhead");
+  for (int m = 0; m < NMODES; m++)
+    std::printf("%-34s %10.1f %10.1f%s\n", mode_label[m], median[m], median[m] - median[DIRECT],
+                all_took[m] ? "" : "   (the variant did NOT run at every launch)");
+  std::printf("(target for take(): not measurable, < 2%% of a launch)\n");
   std::FILE *f = std::fopen(argc > 2 ? argv[2] : "dispatch.json", "w");
   if (f) {
-    std::fprintf(f,
-                 "{\"device\": \"%s\", \"launches\": %d, \"rounds\": %d, \"direct_ns\": %.2f, "
-                 "\"dispatch_ns\": %.2f, \"overhead_ns\": %.2f}\n",
-                 prop.name, launches, rounds, p, v, v - p);
+    std::fprintf(f, "{\"device\": \"%s\", \"launches\": %d, \"rounds\": %d", prop.name, launches,
+                 rounds);
+    for (int m = 0; m < NMODES; m++)
+      std::fprintf(f, ", \"%s\": %.2f", mode_key[m], median[m]);
+    std::fprintf(f, ", \"overhead_ns\": %.2f", median[TAKE] - median[DIRECT]);
+    for (int m = KNOWN; m < NMODES; m++)
+      std::fprintf(f, ", \"%.*s_overhead_ns\": %.2f", (int)(std::strlen(mode_key[m]) - 3),
+                   mode_key[m], median[m] - median[DIRECT]);
+    std::fprintf(f, ", \"variant_taken\": {");
+    for (int m = TAKE; m < NMODES; m++)
+      std::fprintf(f, "%s\"%s\": %s", m == TAKE ? "" : ", ", mode_key[m],
+                   all_took[m] ? "true" : "false");
+    std::fprintf(f, "}}\n");
     std::fclose(f);
   }
   cudaFree(x);
+  cudaFree(y);
   return 0;
 }

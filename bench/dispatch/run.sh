@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The fast path of a patched launch site (runtime/kernelsmith_dispatch.h)
-# against a direct launch: builds bench/dispatch/dispatch_bench.cu with nvcc,
-# prints a table and writes bench/results/dispatch-<device>-<date>.json.
+# against a direct launch, and the cost of a disjoint() guard (lengths known;
+# lengths unknown through ksrt::alias_cache; unknown and uncached): builds
+# bench/dispatch/dispatch_bench.cu with nvcc, prints ns per launch for each
+# series and writes them to bench/results/dispatch-<device>-<date>.json
+# (direct_ns, dispatch_ns, disjoint_known_ns, disjoint_cached_ns,
+# disjoint_driver_ns, their overheads, and whether each took the variant).
 # Needs an NVIDIA GPU (exit 77 without one).   KS_RESULTS (default bench/results)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
