@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles every CUDA test app with nvcc for sm_90 through its CMake project.
+# Compiles every CUDA program of a CMake project (testdata/apps or
+# testdata/legacy, the first argument) with nvcc for sm_90.
 # Exit 77 (skipped) when there is no nvcc.
 set -eu
 src=$1 out=$2

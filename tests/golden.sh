@@ -26,5 +26,6 @@ for f in "$data"/frontend/*.cu; do
 done
 run_case all frontend .
 run_case apps apps .
+run_case legacy legacy .
 echo "golden: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
