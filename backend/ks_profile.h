@@ -67,6 +67,10 @@ typedef struct ks_profile_kernel {
    * others were counted only, and total_ms (and the share) is their mean
    * times every timed-or-not launch. 0 when every launch was timed. */
   unsigned long long sampled_launches;
+  /* Launches whose record came right after a record of the same kernel:
+   * back to back, its data likely still in the L2 cache (verify's "warm
+   * cache"). Read from the lines only; not in the JSON. */
+  unsigned long long back_to_back;
 } ks_profile_kernel;
 typedef KS_ARRAY(ks_profile_kernel) ks_profile_kernels;
 
@@ -115,6 +119,11 @@ size_t ks_profile_map(ks_profile *p, const ks_kernels *kernels);
  * none), in `a`. */
 long ks_profile_match(ks_arena *a, const char *mangled, const char *demangled,
                       const ks_kernels *kernels, const char **targs);
+
+/* The qualified name a demangled name is of, without its return type,
+ * template arguments and parameters: "void ns::k<float, 4>(float*, int)" is
+ * "ns::k" (in `a`); a name that is not C++ comes back as it is. */
+const char *ks_profile_base_name(ks_arena *a, const char *demangled);
 
 /* The aggregated profile as JSON (docs/profile.md), and back. */
 int ks_profile_write_json(ks_ctx *ctx, FILE *out, const ks_profile *p);

@@ -41,6 +41,7 @@ typedef struct cfg_sum {
 typedef struct kernel_sum {
   const char *mangled;
   unsigned long long launches, untimed, total_ns, min_ns, max_ns, smem_static, other;
+  unsigned long long back_to_back; /* launches recorded right after one of its own */
   /* sampling: each process's last "count" line, added up in finish() */
   KS_ARRAY(struct { long long pid; unsigned long long n; }) counts;
   KS_ARRAY(cfg_sum) cfgs;
@@ -52,6 +53,7 @@ typedef struct sums {
   KS_ARRAY(kernel_sum) items;
   size_t *slots; /* index + 1; 0 is empty */
   size_t nslots;
+  size_t last; /* index + 1 of the kernel of the previous kernel line; 0: none */
 } sums;
 
 static uint64_t hash_name(const char *s) {
@@ -188,6 +190,10 @@ static const char *take_line(ks_profile *p, sums *s, line_state *st, const cJSON
     unsigned long long ns = end > start ? end - start : 0;
     kernel_sum *k = sum_for(s, name->valuestring);
     k->launches++;
+    size_t index = (size_t)(k - s->items.items) + 1;
+    if (s->last == index)
+      k->back_to_back++;
+    s->last = index;
     k->smem_static = smem_static > k->smem_static ? smem_static : k->smem_static;
     if (!start && !end) { /* CUPTI could not time it */
       k->untimed++;
@@ -299,6 +305,7 @@ static void finish(ks_profile *p, const sums *s) {
     out->smem_static = k->smem_static;
     out->distinct_configs = (unsigned)k->cfgs.len;
     out->other_launches = k->other;
+    out->back_to_back = k->back_to_back;
     ks_profile_configs all = {0};
     for (size_t c = 0; c < k->cfgs.len; c++) {
       const cfg_sum *cs = &k->cfgs.items[c];
@@ -663,6 +670,12 @@ static int anonymous_in_file(ks_arena *a, const char *mangled, const ks_kernel *
     if (!ks_ctext_is_ident_char(*c))
       *c = '_';
   return strstr(anon, base) ? 5 : 0;
+}
+
+const char *ks_profile_base_name(ks_arena *a, const char *demangled) {
+  cxx_name n;
+  parse_cxx_name(a, demangled, &n);
+  return !strncmp(n.base, "::", 2) ? n.base + 2 : n.base;
 }
 
 long ks_profile_match(ks_arena *a, const char *mangled, const char *demangled,

@@ -2,7 +2,8 @@
  * time.
  *
  *   the injection library found -> the application run with it
- *   (CUDA_INJECTION64_PATH), its streams and exit status untouched -> the
+ *   (CUDA_INJECTION64_PATH; backend/profile_run.c), its streams and exit
+ *   status untouched -> the
  *   JSON lines it left added up (backend/profile.c) -> the sources scanned
  *   and each kernel mapped to its definition -> the profile written as
  *   JSON, and a table on stderr.
@@ -10,20 +11,18 @@
  * The table goes to stderr, and only after the application has finished,
  * so that what the application prints stays exactly its own. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ks_capture.h"
 #include "ks_cli.h"
 #include "ks_fs.h"
 #include "ks_profile.h"
+#include "ks_profile_run.h"
 #include "ks_scan.h"
 #include "ks_source_args.h"
 #include "ks_store.h"
@@ -78,161 +77,21 @@ static const char usage[] =
 
 const ks_command ks_cmd_profile;
 
-/* The injection library: $KERNELSMITH_INJECT_LIB, else where a build tree
- * or an installation puts it relative to this executable. NULL with a
- * message when absent. */
-static const char *find_inject_lib(ks_ctx *ctx, ks_arena *a) {
-  const char *env = getenv("KERNELSMITH_INJECT_LIB");
-  if (env && *env) {
-    char *real = ks_realpath(env);
-    if (!real || !ks_is_file(real)) {
-      free(real);
-      ks_fail(ctx, "KERNELSMITH_INJECT_LIB=%s: no such file", env);
-      return NULL;
-    }
-    const char *r = ks_arena_strdup(a, real);
-    free(real);
-    return r;
-  }
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) {
-    ks_fail(ctx, "cannot find the injection library: /proc/self/exe: %s; set "
-                 "KERNELSMITH_INJECT_LIB", strerror(errno));
-    return NULL;
-  }
-  exe[n] = 0;
-  char *slash = strrchr(exe, '/');
-  *slash = 0;
-  const char *build = ks_arena_printf(a, "%s/../runtime/inject/libkernelsmith_inject.so", exe);
-  const char *installed = ks_arena_printf(a, "%s/../lib/kernelsmith/libkernelsmith_inject.so", exe);
-  const char *const tries[] = {build, installed};
-  for (size_t i = 0; i < 2; i++) {
-    char *real = ks_realpath(tries[i]);
-    if (real && ks_is_file(real)) {
-      const char *r = ks_arena_strdup(a, real);
-      free(real);
-      return r;
-    }
-    free(real);
-  }
-  ks_fail(ctx, "the injection library libkernelsmith_inject.so is not built (looked in %s/../"
-               "runtime/inject and %s/../lib/kernelsmith): build the kernelsmith_inject target "
-               "(it needs CUPTI) or set KERNELSMITH_INJECT_LIB",
-          exe, exe);
-  return NULL;
-}
-
-/* What the injection library is asked for beyond the profile: --capture
- * (NULL names: no capture) and --sample. */
-typedef struct inject_opts {
-  const char *names;
-  long launches;
-  long long limit;
-  const char *path; /* the capture file */
-  long long window; /* --capture-window: 0, whole allocations */
-  unsigned sample;  /* percent of the time kernels are timed; 100: all */
-  long after_ms;    /* every launch timed this long from the first */
-} inject_opts;
-
-static void inject_env(const inject_opts *co) {
-  if (co->sample < 100) {
-    char p[24];
-    snprintf(p, sizeof p, "%u", co->sample);
-    setenv("KERNELSMITH_PROFILE_SAMPLE", p, 1);
-    snprintf(p, sizeof p, "%ld", co->after_ms);
-    setenv("KERNELSMITH_PROFILE_SAMPLE_AFTER_MS", p, 1);
-  }
-  if (!co->names)
-    return;
-  char n[32];
-  setenv("KERNELSMITH_CAPTURE", co->names, 1);
-  setenv("KERNELSMITH_CAPTURE_OUT", co->path, 1);
-  snprintf(n, sizeof n, "%ld", co->launches);
-  setenv("KERNELSMITH_CAPTURE_LAUNCHES", n, 1);
-  snprintf(n, sizeof n, "%lld", co->limit);
-  setenv("KERNELSMITH_CAPTURE_LIMIT", n, 1);
-  if (co->window) {
-    snprintf(n, sizeof n, "%lld", co->window);
-    setenv("KERNELSMITH_CAPTURE_WINDOW", n, 1);
-  }
-}
-
 /* After the run: one line per captured launch, or why there is none. */
-static void capture_report(ks_ctx *ctx, const inject_opts *co) {
-  if (!co->names)
+static void capture_report(ks_ctx *ctx, const ks_inject_options *co) {
+  if (!co->capture)
     return;
   ks_capture c;
-  if (ks_capture_open(ctx, co->path, &c)) {
+  if (ks_capture_open(ctx, co->capture_path, &c)) {
     ks_warn(ctx, "no capture: %s", ctx->error);
     return;
   }
   if (!c.launches.len)
-    ks_warn(ctx, "no launch of %s was captured (%s)", co->names, co->path);
+    ks_warn(ctx, "no launch of %s was captured (%s)", co->capture, co->capture_path);
   else
-    fprintf(stderr, "captured %zu launches to %s:\n", c.launches.len, co->path);
+    fprintf(stderr, "captured %zu launches to %s:\n", c.launches.len, co->capture_path);
   ks_capture_print(stderr, &c);
   ks_capture_close(&c);
-}
-
-/* Runs `cmd` with the injection library and waits. `*wait_status` is
- * waitpid's. Fails only when CMD could not be started. */
-static int run_app(ks_ctx *ctx, char **cmd, const char *lib, const char *lines,
-                   const inject_opts *co, int *wait_status) {
-  int report[2];
-  /* Close-on-exec: a successful exec closes it, and the read sees EOF. */
-  if (pipe(report))
-    return ks_fail(ctx, "pipe: %s", strerror(errno));
-  if (fcntl(report[0], F_SETFD, FD_CLOEXEC) || fcntl(report[1], F_SETFD, FD_CLOEXEC)) {
-    ks_fail(ctx, "pipe: %s", strerror(errno));
-    close(report[0]);
-    close(report[1]);
-    return -1;
-  }
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(report[0]);
-    close(report[1]);
-    return ks_fail(ctx, "fork: %s", strerror(errno));
-  }
-  if (pid == 0) {
-    close(report[0]);
-    setenv("CUDA_INJECTION64_PATH", lib, 1);
-    setenv("KERNELSMITH_PROFILE_OUT", lines, 1);
-    inject_env(co);
-    execvp(cmd[0], cmd);
-    /* The parent says it, once the pipe shows exec failed. */
-    int e = errno;
-    ssize_t w = write(report[1], &e, sizeof e);
-    (void)w;
-    _exit(127);
-  }
-  close(report[1]);
-  /* A ^C reaches the application (same process group); this process
-   * outlives it to write what it ran, as system() does. */
-  struct sigaction ignore = {0}, old_int, old_quit;
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-  int exec_errno = 0;
-  ssize_t got;
-  while ((got = read(report[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
-    ;
-  close(report[0]);
-  int rc = 0;
-  while (waitpid(pid, wait_status, 0) < 0) {
-    if (errno != EINTR) {
-      rc = ks_fail(ctx, "waitpid: %s", strerror(errno));
-      break;
-    }
-  }
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGQUIT, &old_quit, NULL);
-  if (got == (ssize_t)sizeof exec_errno)
-    return ks_fail(ctx, "cannot run '%s': %s", cmd[0], strerror(exec_errno));
-  return rc;
 }
 
 /* Maps the profile's kernels to the sources; a scan that fails leaves them
@@ -300,7 +159,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   ks_arena arena = KS_ARENA_INIT;
   const char *output = NULL;
   long rows = 20;
-  inject_opts co = {NULL, 1, 1LL << 30, NULL, 0, 20, 2000};
+  ks_inject_options co = KS_INJECT_OPTIONS_INIT;
   bool capture_tuned = false;                   /* --launches or --capture-limit given */
   int rc = KS_EXIT_OK, c;
   opterr = 0;
@@ -323,7 +182,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
         rc = ks_usage_error(ctx, &ks_cmd_profile, "--capture needs kernel names");
         goto out;
       }
-      co.names = optarg;
+      co.capture = optarg;
       break;
     case 1002:
     case 1003:
@@ -337,11 +196,11 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
       }
       capture_tuned = true;
       if (c == 1002)
-        co.launches = (long)v;
+        co.capture_launches = (long)v;
       else if (c == 1003)
-        co.limit = v;
+        co.capture_limit = v;
       else
-        co.window = v;
+        co.capture_window = v;
       break;
     }
     case 1004: {
@@ -352,7 +211,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                             "not '%s'", optarg);
         goto out;
       }
-      co.sample = (unsigned)v;
+      co.sample_percent = (unsigned)v;
       break;
     }
     case 1006: {
@@ -362,7 +221,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                             "--sample-after takes milliseconds, 0 to 3600000, not '%s'", optarg);
         goto out;
       }
-      co.after_ms = v;
+      co.sample_after_ms = v;
       break;
     }
     case 'h':
@@ -376,7 +235,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
       goto out;
     }
   }
-  if (!co.names && capture_tuned) {
+  if (!co.capture && capture_tuned) {
     rc = ks_usage_error(ctx, &ks_cmd_profile,
                         "--launches, --capture-limit and --capture-window go with --capture "
                         "KERNEL[,KERNEL...]");
@@ -390,7 +249,7 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   }
   ks_source_args_paths(&src, dashes ? dashes : optind, argv, optind);
 
-  const char *lib = find_inject_lib(ctx, &arena);
+  const char *lib = ks_inject_lib_find(ctx, &arena);
   const char *dir = NULL;
   const char *out_path = lib ? output_path(ctx, output, &arena, &dir) : NULL;
   if (!out_path) {
@@ -401,43 +260,34 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
   /* The lines go beside the profile: same file system, and a directory
    * the user chose to write to. Absolute, since the application may change
    * its directory before CUDA loads the library. */
-  char *abs_dir = ks_realpath(dir);
-  char *lines = ks_arena_printf(&arena, "%s/.profile-lines-XXXXXX", abs_dir ? abs_dir : dir);
-  free(abs_dir);
-  int fd = mkstemp(lines);
-  if (fd < 0) {
-    ks_error(ctx, "cannot create a file in %s: %s", dir, strerror(errno));
+  const char *lines = ks_profile_lines_file(ctx, &arena, dir);
+  if (!lines) {
+    ks_error(ctx, "%s", ctx->error);
     rc = KS_EXIT_FAILURE;
     goto out;
   }
-  close(fd);
 
-  if (co.names) {
+  if (co.capture) {
     char *abs = ks_realpath(dir); /* absolute, as the lines are */
-    co.path = ks_arena_printf(&arena, "%s/capture.kscap", abs ? abs : dir);
+    co.capture_path = ks_arena_printf(&arena, "%s/capture.kscap", abs ? abs : dir);
     free(abs);
   }
   int status = 0;
-  if (run_app(ctx, cmd, lib, lines, &co, &status)) {
+  if (ks_profile_run_app(ctx, cmd, lib, lines, &co, &status)) {
     ks_error(ctx, "%s", ctx->error);
     unlink(lines);
     rc = 127; /* as a shell says "command not found" */
     goto out;
   }
-  int app_rc = WIFEXITED(status) ? WEXITSTATUS(status)
-               : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : KS_EXIT_FAILURE;
+  int app_rc = ks_profile_exit_code(status);
   rc = app_rc;
 
   ks_profile p;
-  if (ks_profile_read_lines(ctx, lines, &p)) {
+  if (ks_profile_read_run(ctx, lines, cmd, ncmd, status, &p)) {
     ks_error(ctx, "%s (the records are kept there)", ctx->error);
     rc = app_rc ? app_rc : KS_EXIT_FAILURE;
     goto out;
   }
-  for (int i = 0; i < ncmd; i++)
-    *ks_array_push(&p.arena, &p.command) = ks_arena_strdup(&p.arena, cmd[i]);
-  p.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  p.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   map_to_sources(ctx, &src.scan, &p);
   if (ks_profile_save(ctx, out_path, &p)) {
     ks_error(ctx, "%s (the records are kept in %s)", ctx->error, lines);
