@@ -260,9 +260,13 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
                           l->loc.line, ek->k->name);
       continue;
     }
-    ks_emit_variant ev = {ek->variant_name, ek->v, ek->archs, ek->narchs,
-                          ks_arena_printf(arena, "%s:%u", strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
-                                          l->loc.line)};
+    ks_emit_variant ev = {.variant_name = ek->variant_name, .v = ek->v, .archs = ek->archs,
+                          .narchs = ek->narchs,
+                          .where = ks_arena_printf(arena, "%s:%u",
+                                                   strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+                                                   l->loc.line),
+                          .extents = ek->extents, .extent_why = ek->extent_why,
+                          .nextents = ek->nextents};
     const char *launch_text = ks_arena_strndup(arena, text + b, en - b);
     const char *rep;
     if (ks_emit_launch(ctx, arena, l, launch_text, ek->k, ek->spec, &ev, &rep)) {

@@ -23,6 +23,8 @@ typedef struct site_ctx {
   const ks_spec *spec;
   /* size variables bound to argument texts, for a buffer length */
   bool size_vars;
+  const ks_emit_variant *ev;  /* the footprints */
+  unsigned alias_slots;       /* run-time disjointness checks written */
   int depth;
   const char *used[64]; /* the site's expressions the translation read */
   size_t nused;
@@ -74,26 +76,85 @@ static const char *arg_of(site_ctx *c, int i) {
 
 static int translate(site_ctx *c, const char *text, const char *end, ks_buf *out);
 
-/* The spec's length of buffer parameter `name`, in C++ at the site. */
-static int buffer_length(site_ctx *c, const char *name, size_t len, ks_buf *out) {
-  const ks_spec_buffer *b = NULL;
+static const ks_spec_buffer *spec_buffer(site_ctx *c, const char *name, size_t len) {
   for (size_t i = 0; c->spec && i < c->spec->buffers.len; i++)
     if (strlen(c->spec->buffers.items[i].param) == len &&
         !strncmp(c->spec->buffers.items[i].param, name, len))
-      b = &c->spec->buffers.items[i];
-  if (!b || !b->length)
-    return ks_fail(c->ctx, "the spec gives no length for buffer '%.*s'", (int)len, name);
+      return &c->spec->buffers.items[i];
+  return NULL;
+}
+
+/* The footprint the kernel's code proves for parameter `name`, or NULL
+ * (*why then says why, when known). */
+static const char *extent_of(site_ctx *c, const char *name, size_t len, const char **why) {
+  int i = param_index(c->k, name, len);
+  *why = NULL;
+  if (!c->ev || i < 0 || (size_t)i >= c->ev->nextents)
+    return NULL;
+  if (c->ev->extent_why)
+    *why = c->ev->extent_why[i];
+  return c->ev->extents ? c->ev->extents[i] : NULL;
+}
+
+/* What the user can write so that the length is known. */
+static const char *spec_hint(site_ctx *c, const char *name, size_t len) {
+  int i = param_index(c->k, name, len);
+  bool in = i >= 0 && c->k->params.items[i].pointee_const;
+  return ks_arena_printf(c->arena, "a spec line such as '%s %.*s[LENGTH]' above the kernel gives "
+                                   "it (docs/spec.md)",
+                         in ? "in" : "inout", (int)len, name);
+}
+
+/* The length of buffer parameter `name` in elements, in C++ at the site:
+ * the spec's, else the footprint of the kernel's code. */
+static int buffer_length(site_ctx *c, const char *name, size_t len, ks_buf *out) {
+  const ks_spec_buffer *b = spec_buffer(c, name, len);
+  const char *why = NULL, *ext = b && b->length ? NULL : extent_of(c, name, len, &why);
+  if ((!b || !b->length) && !ext)
+    return ks_fail(c->ctx, "the length of buffer '%.*s' is not known: no spec gives it, and the "
+                           "kernel's code does not bound it%s%s%s; %s",
+                   (int)len, name, why ? " (" : "", why ? why : "", why ? ")" : "",
+                   spec_hint(c, name, len));
   if (c->depth > 4)
     return ks_fail(c->ctx, "buffer lengths refer to each other too deeply");
   bool saved = c->size_vars;
-  c->size_vars = true;
+  /* A spec's length is over its size variables, a footprint over the
+   * kernel's parameters and the launch. */
+  c->size_vars = ext == NULL;
   c->depth++;
   ks_buf_addc(out, '(');
-  int rc = translate(c, b->length, b->length + strlen(b->length), out);
+  const char *text = ext ? ext : b->length;
+  int rc = translate(c, text, text + strlen(text), out);
   ks_buf_addc(out, ')');
   c->depth--;
   c->size_vars = saved;
   return rc;
+}
+
+/* The byte length of buffer `name` for disjoint(): "ksrt::unknown" when
+ * no length is known at this site (the run-time check then asks the
+ * driver), else the length, which ksrt::bytes_of turns into bytes (a
+ * negative or overflowing count is unknown too). */
+static int buffer_bytes(site_ctx *c, const char *name, size_t len, const char *ptr, ks_buf *out,
+                        bool *known) {
+  ks_buf l = KS_BUF_INIT;
+  ks_ctx scratch;
+  ks_ctx_init(&scratch, "emit");
+  ks_ctx *saved = c->ctx;
+  size_t nused = c->nused;
+  c->ctx = &scratch;
+  int rc = buffer_length(c, name, len, &l);
+  c->ctx = saved;
+  ks_ctx_release(&scratch);
+  *known = rc == 0;
+  if (*known)
+    ks_buf_addf(out, "ksrt::bytes_of(%s, sizeof(*%s))", l.data, paren(c->arena, ptr));
+  else {
+    c->nused = nused; /* what the failed translation read is not used */
+    ks_buf_adds(out, "ksrt::unknown");
+  }
+  ks_buf_release(&l);
+  return 0;
 }
 
 /* A size variable of the spec as the argument that carries it: the
@@ -151,14 +212,19 @@ static int guard_function(site_ctx *c, const char *name, size_t len, const char 
       return -1;
     ks_buf_addc(out, ')');
   } else {
-    ks_buf_adds(out, "ksrt::disjoint(");
+    ks_buf call = KS_BUF_INIT;
+    bool known[2];
     for (int a = 0; a < 2; a++) {
-      ks_buf_addf(out, "%s%s, ", a ? ", " : "", paren(c->arena, ptr[a]));
-      if (buffer_length(c, args.items[a], strlen(args.items[a]), out))
-        return -1;
-      ks_buf_addf(out, " * sizeof(*%s)", paren(c->arena, ptr[a]));
+      ks_buf_addf(&call, "%s%s, ", a ? ", " : "", paren(c->arena, ptr[a]));
+      buffer_bytes(c, args.items[a], strlen(args.items[a]), ptr[a], &call, &known[a]);
     }
-    ks_buf_addc(out, ')');
+    /* Both lengths known: an interval test. Otherwise the allocations
+     * decide, through the site's cache (one slot per guard). */
+    if (known[0] && known[1])
+      ks_buf_addf(out, "ksrt::disjoint(%s)", call.data);
+    else
+      ks_buf_addf(out, "ks_alias.disjoint(%u, %s)", c->alias_slots++, call.data);
+    ks_buf_release(&call);
   }
   *next = close + 1;
   return 0;
@@ -256,7 +322,11 @@ static int expr(site_ctx *c, const char *text, const char **out) {
 int ks_emit_expr(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ks_kernel *k,
                  const ks_spec *spec, const char *text, const char **out) {
   site_ctx c = {.ctx = ctx, .arena = arena, .site = site, .k = k, .spec = spec};
-  return expr(&c, text, out);
+  if (expr(&c, text, out))
+    return -1;
+  if (c.alias_slots) /* its cache is declared by ks_emit_launch */
+    return ks_fail(ctx, "disjoint() of buffers whose lengths are not known needs the whole launch");
+  return 0;
 }
 
 /* The launch's outputs for shadow mode (KERNELSMITH_VERIFY=1): each out or
@@ -384,7 +454,7 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
     return ks_fail(ctx, "the launch is inside the macro '%s'", site->macro);
   if (!site->callee || !site->grid || !site->block)
     return ks_fail(ctx, "the launch's callee or configuration is not known");
-  site_ctx c = {.ctx = ctx, .arena = arena, .site = site, .k = k, .spec = spec};
+  site_ctx c = {.ctx = ctx, .arena = arena, .site = site, .k = k, .spec = spec, .ev = ev};
   const ks_variant *v = ev->v;
   ks_buf guards = KS_BUF_INIT;
   const char *grid = site->grid, *block = site->block;
@@ -392,13 +462,14 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
   int rc = 0;
   if ((v->grid && expr(&c, v->grid, &grid)) || (v->block && expr(&c, v->block, &block)) ||
       (v->smem && expr(&c, v->smem, &smem))) {
-    rc = ks_fail(ctx, "the variant's launch policy: %s", ctx->error);
+    rc = ks_fail(ctx, "its launch policy: %s", ctx->error);
     goto done;
   }
   for (size_t i = 0; i < v->requires.len; i++) {
     const char *g;
     if (expr(&c, v->requires.items[i], &g)) {
-      rc = ks_fail(ctx, "guard '%s': %s", v->requires.items[i], ctx->error);
+      rc = ks_fail(ctx, "its guard '%s' cannot be checked here: %s", v->requires.items[i],
+                   ctx->error);
       goto done;
     }
     ks_buf_addf(&guards, "%s%s", guards.len ? " &&\n                     " : "",
@@ -451,6 +522,7 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
       arena,
       "[&] {\n"
       "   static ksrt::site ks_site(%s, %s, {%s});\n"
+      "%s"
       "   if (!ks_site.take(%s)) {\n"
       "     %s;\n"
       "%s"
@@ -459,6 +531,7 @@ int ks_emit_launch(ks_ctx *ctx, ks_arena *arena, const ks_launch *site, const ch
       "   }\n"
       " }()",
       ks_emit_c_string(arena, k->name), ks_emit_c_string(arena, ev->where ? ev->where : ""), archs.data,
+      c.alias_slots ? "   static thread_local ksrt::alias_cache ks_alias;\n" : "",
       guards.len ? guards.data : "true", original, verify, variant);
   ks_buf_release(&archs);
   ks_buf_release(&args);

@@ -19,6 +19,12 @@
  * argument, len_P is the spec's length of P with the size variables bound
  * to the arguments of the parameters of the same name.
  *
+ * disjoint(p, q) needs both buffers' lengths: the spec's, else the
+ * footprint the kernel's own code proves (ks_emit_variant.extents); with a
+ * length still unknown it becomes the run-time check of the allocations
+ * that hold p and q (ksrt::alias_cache: pointers into different
+ * allocations are disjoint), cached per site.
+ *
  * The guards and the new launch configuration read the argument and
  * configuration expressions a second time: a site whose expressions they
  * need have side effects (++, --, assignments) is refused with the reason,
@@ -42,6 +48,14 @@ typedef struct ks_emit_variant {
                                   sm_90) */
   size_t narchs;
   const char *where;           /* "file.cu:41", for KERNELSMITH_STATS */
+  /* Per parameter of the kernel (NULL, or nextents 0: none known): an
+   * upper bound on the elements the original touches through it, an
+   * expression of the guard language over the scalar parameters and the
+   * launch (the static footprint), standing in for a length the spec
+   * does not give; and where it is NULL, why (for the message). */
+  const char *const *extents;
+  const char *const *extent_why;
+  size_t nextents;
 } ks_emit_variant;
 
 /* The text that replaces the launch expression (site->extent), whose text
@@ -63,6 +77,9 @@ typedef struct ks_emit_kernel {
   const char *comment;         /* lines put above it ("// ..."), or NULL */
   const int *archs;
   size_t narchs;
+  const char *const *extents;  /* as in ks_emit_variant */
+  const char *const *extent_why;
+  size_t nextents;
 } ks_emit_kernel;
 
 /* A file's new text: each kernel's variant inserted after the original's

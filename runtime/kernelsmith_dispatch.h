@@ -159,6 +159,20 @@ inline bool aligned(const volatile void *p, std::size_t bytes) {
 /* A byte length not known at the site. */
 constexpr std::size_t unknown = static_cast<std::size_t>(-1);
 
+/* `elements` elements of `size` bytes, as a byte length for disjoint():
+ * a length computed at the site from the spec or from the kernel's own
+ * bounds may come out negative (a size of 0 or less) or too large to
+ * count in bytes; both are unknown, never a wrapped number. */
+template <typename N> inline std::size_t bytes_of(N elements, std::size_t size) {
+  static_assert(std::is_integral<N>::value, "a buffer length is an integer");
+  if (elements < 0 || size == 0)
+    return unknown;
+  const unsigned long long n = static_cast<unsigned long long>(elements);
+  if (n > (static_cast<unsigned long long>(unknown) - 1) / size)
+    return unknown;
+  return static_cast<std::size_t>(n * size);
+}
+
 namespace detail {
 
 /* [a, a + alen) ends at or before b (alen known). No overflow: the

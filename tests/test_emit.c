@@ -76,8 +76,8 @@ static void expressions(void **state) {
   /* len_x is the spec's n, which the argument of count carries */
   assert_string_equal(expr("len_x % 4 == 0"), "((len)) % 4 == 0");
   assert_string_equal(expr("disjoint(x, y)"),
-                      "ksrt::disjoint((d_x), ((len)) * sizeof(*(d_x)), (d_y), ((len)) * "
-                      "sizeof(*(d_y)))");
+                      "ksrt::disjoint((d_x), ksrt::bytes_of(((len)), sizeof(*(d_x))), (d_y), "
+                      "ksrt::bytes_of(((len)), sizeof(*(d_y))))");
   assert_string_equal(expr("dim3(min(grid_x, 132 * 8), grid_y, grid_z)"),
                       "dim3(ksrt::min(dim3((len + 255) / 256).x, 132 * 8), "
                       "dim3((len + 255) / 256).y, dim3((len + 255) / 256).z)");
@@ -93,7 +93,8 @@ static void refusals(void **state) {
   assert_int_equal(ks_emit_expr(&ctx, &arena, &site, &saxpy, &spec, "aligned(a, 16)", &out), -1);
   assert_non_null(strstr(ctx.error, "not a pointer parameter"));
   assert_int_equal(ks_emit_expr(&ctx, &arena, &site, &saxpy, &spec, "len_q > 0", &out), -1);
-  assert_non_null(strstr(ctx.error, "no length for buffer 'q'"));
+  assert_non_null(strstr(ctx.error, "the length of buffer 'q' is not known"));
+  assert_null(strchr(ctx.error, '\n'));
 
   /* an argument the guard reads has a side effect: the site is left alone */
   ks_launch s = site;
@@ -104,7 +105,8 @@ static void refusals(void **state) {
   const char *req[] = {"grid_x * block_x >= count"};
   ks_variant v = {.requires = {(const char **)req, 1, 1}};
   int archs[] = {90};
-  ks_emit_variant ev = {"saxpy_kernel_ks", &v, archs, 1, "saxpy.cu:40"};
+  ks_emit_variant ev = {.variant_name = "saxpy_kernel_ks", .v = &v, .archs = archs, .narchs = 1,
+                        .where = "saxpy.cu:40"};
   assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &saxpy, &spec, &ev, &out), -1);
   assert_non_null(strstr(ctx.error, "'len++' has side effects"));
   /* an argument nobody reads may have them */
@@ -163,7 +165,8 @@ static void template_instance(void **state) {
   *ks_array_push(&arena, &s.template_args) = (ks_template_arg){"B", "kBlock"};
   ks_variant v = {0};
   int archs[] = {90};
-  ks_emit_variant ev = {"saxpy_kernel_ks", &v, archs, 1, "saxpy.cu:40"};
+  ks_emit_variant ev = {.variant_name = "saxpy_kernel_ks", .v = &v, .archs = archs, .narchs = 1,
+                        .where = "saxpy.cu:40"};
   const char *out = NULL;
   if (ks_emit_launch(&ctx, &arena, &s, NULL, &tk, &ts, &ev, &out))
     fail_msg("%s", ctx.error);
@@ -210,7 +213,8 @@ static void compiles_with_nvcc(void **state) {
                        "disjoint(x, y)"};
   ks_variant v = {.grid = "ceil_div(grid_x, 4)", .requires = {(const char **)req, 4, 4}};
   int archs[] = {90};
-  ks_emit_variant ev = {"saxpy_kernel_ks", &v, archs, 1, "saxpy.cu:40"};
+  ks_emit_variant ev = {.variant_name = "saxpy_kernel_ks", .v = &v, .archs = archs, .narchs = 1,
+                        .where = "saxpy.cu:40"};
   const char *out;
   if (ks_emit_launch(&ctx, &arena, &site, "saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len)",
                      &saxpy, &spec, &ev, &out))
@@ -244,6 +248,66 @@ static void compiles_with_nvcc(void **state) {
            "    %s;\n"
            "}\n",
            out, out);
+  nvcc_compiles(src);
+}
+
+/* A kernel with no spec (the capture gave none of its lengths): disjoint()
+ * uses the footprints the kernel's code proves, and where one is unknown,
+ * the run-time check of the allocations through the site's cache. A guard
+ * that needs a length nobody knows is refused in one line that says what
+ * to write. */
+static void lengths_without_a_spec(void **state) {
+  (void)state;
+  ks_kernel mm = {.name = "mm"};
+  add_param(&mm, "a", "const float *", KS_PARAM_POINTER);
+  add_param(&mm, "b", "const float *", KS_PARAM_POINTER);
+  add_param(&mm, "c", "float *", KS_PARAM_POINTER);
+  add_param(&mm, "m", "int", KS_PARAM_SCALAR);
+  add_param(&mm, "n", "int", KS_PARAM_SCALAR);
+  mm.params.items[1].pointee_const = true;
+  ks_launch s = {.kind = KS_LAUNCH_CHEVRON, .callee = "mm", .grid = "grid", .block = "block"};
+  const char *args[] = {"d_a", "d_b", "d_c", "M", "N"};
+  for (int i = 0; i < 5; i++)
+    *ks_array_push(&arena, &s.args) = args[i];
+  const char *extents[] = {"1048576", NULL, "m * n", NULL, NULL};
+  const char *why[] = {NULL, "its index 'col[k]' is read from memory", NULL, "not a pointer",
+                       "not a pointer"};
+  const char *req[] = {"disjoint(a, c)", "disjoint(b, c)"};
+  ks_variant v = {.requires = {(const char **)req, 2, 2}};
+  int archs[] = {90};
+  ks_emit_variant ev = {.variant_name = "mm_ks", .v = &v, .archs = archs, .narchs = 1,
+                        .where = "mm.cu:9", .extents = extents, .extent_why = why, .nextents = 5};
+  const char *out = NULL;
+  if (ks_emit_launch(&ctx, &arena, &s, NULL, &mm, NULL, &ev, &out))
+    fail_msg("%s", ctx.error);
+  assert_non_null(strstr(out, "ksrt::disjoint((d_a), ksrt::bytes_of((1048576), sizeof(*(d_a))), "
+                              "(d_c), ksrt::bytes_of(((M) * (N)), sizeof(*(d_c))))"));
+  assert_non_null(strstr(out, "ks_alias.disjoint(0, (d_b), ksrt::unknown, (d_c), "
+                              "ksrt::bytes_of(((M) * (N)), sizeof(*(d_c))))"));
+  assert_non_null(strstr(out, "static thread_local ksrt::alias_cache ks_alias;"));
+  /* a guard that needs b's length itself */
+  const char *req2[] = {"len_b % 4 == 0"};
+  ks_variant v2 = {.requires = {(const char **)req2, 1, 1}};
+  ev.v = &v2;
+  assert_int_equal(ks_emit_launch(&ctx, &arena, &s, NULL, &mm, NULL, &ev, &out), -1);
+  assert_non_null(strstr(ctx.error, "its guard 'len_b % 4 == 0' cannot be checked here"));
+  assert_non_null(strstr(ctx.error, "its index 'col[k]' is read from memory"));
+  assert_non_null(strstr(ctx.error, "'in b[LENGTH]'"));
+  assert_null(strchr(ctx.error, '\n'));
+  ev.v = &v;
+  if (ks_emit_launch(&ctx, &arena, &s, NULL, &mm, NULL, &ev, &out))
+    fail_msg("%s", ctx.error);
+  char src[8192];
+  snprintf(src, sizeof src,
+           "#include \"kernelsmith_dispatch.h\"\n"
+           "__global__ void mm(const float *a, const float *b, float *c, int m, int n) {}\n"
+           "__global__ void mm_ks(const float *a, const float *b, float *c, int m, int n) {}\n"
+           "#define M 1024\n"
+           "void launch(const float *d_a, const float *d_b, float *d_c, int N) {\n"
+           "  dim3 block(32, 8), grid(32, 128);\n"
+           "  %s;\n"
+           "}\n",
+           out);
   nvcc_compiles(src);
 }
 
@@ -310,6 +374,7 @@ int main(void) {
       cmocka_unit_test(refusals),
       cmocka_unit_test(template_instance),
       cmocka_unit_test(compiles_with_nvcc),
+      cmocka_unit_test(lengths_without_a_spec),
       cmocka_unit_test(file_plan),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

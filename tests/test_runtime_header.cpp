@@ -46,6 +46,10 @@ static std::string run(const std::string &cmd) {
 }
 
 static void helpers() {
+  expect(ksrt::bytes_of(10, 4) == 40 && ksrt::bytes_of(0ll, 8) == 0, "bytes_of");
+  expect(ksrt::bytes_of(-1, 4) == ksrt::unknown, "a negative length is unknown");
+  expect(ksrt::bytes_of(~0ull / 2, 4) == ksrt::unknown, "an overflowing length is unknown");
+  expect(ksrt::bytes_of(7u, 0) == ksrt::unknown, "no element size");
   expect(ksrt::list_names("saxpy,gemv", "gemv"), "list names gemv");
   expect(!ksrt::list_names("saxpy,gemv", "gem"), "prefix is not a name");
   expect(ksrt::list_names("all", "x") && ksrt::list_names("1", "x"), "all, 1");
