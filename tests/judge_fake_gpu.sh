@@ -86,6 +86,17 @@ if command -v nvcc >/dev/null 2>&1 || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nv
   else
     bad "check --compiler nvcc" "wanted SAME by nvcc, got: ${got:-no JSON}"
   fi
+  # A variant only NVRTC compiles: both kernels judged as NVRTC compiles
+  # them, and the evaluation says why.
+  got=$("$bin" -q check gelu_forward_kernel --variant "$fixtures/warm/exp_tanh_nvrtc_only.cu" \
+        --no-time --seeds 1 --compiler nvcc --cache-dir "$tmp/cubins" --json \
+        "$fixtures/warm/gelu_small.cu" 2>&1 |
+        field 'd["verdict"], d["compile"]["compiler"], "nvcc rejected it" in d["compile"]["compiler_note"]')
+  if [ "$got" = "SAME nvrtc True" ]; then
+    ok "check --compiler nvcc (fallback)" "$got"
+  else
+    bad "check --compiler nvcc (fallback)" "wanted SAME by NVRTC with a note, got: ${got:-no JSON}"
+  fi
 fi
 got=$(check exp_tanh.cu --json --compiler nvrtc | field 'd["compile"]["compiler"]')
 [ "$got" = nvrtc ] && ok "check --compiler nvrtc" "$got" || bad "check --compiler nvrtc" "got: ${got:-no JSON}"

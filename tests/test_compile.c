@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ks_compile.h"
+#include "ks_judge.h"
 
 static void expect_refused(const char *source, const char *needle) {
   ks_arena a = KS_ARENA_INIT;
@@ -345,6 +346,79 @@ static void nvrtc_and_nvcc_machine_code(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* The judge's choice of compiler (ks_judge_prepare needs no worker):
+ * AUTO takes nvcc only when the build's command is known, keeps NVRTC's
+ * original for variants nvcc rejects, and judged with NVRTC while the
+ * command is known it says whether nvcc's machine code differs. */
+static void judge_prepare_chooses_the_compiler(void **state) {
+  if (!*compiler.nvcc)
+    skip();
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  ctx.verbosity = KS_LOG_ERROR; /* the note's warning is expected */
+  ks_arena a = KS_ARENA_INIT;
+  ks_judge j;
+  memset(&j, 0, sizeof j);
+  j.compiler = compiler;
+  const char *tile = "__global__ void transpose(const float *in, float *out, int w, int h) {\n"
+                     "  __shared__ float tile[32][33];\n"
+                     "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+                     "  for (int j = 0; j < 32; j += 8)\n"
+                     "    if (x < w && y + j < h) tile[threadIdx.y + j][threadIdx.x] = in[(y + j) * w + x];\n"
+                     "  __syncthreads();\n"
+                     "  x = blockIdx.y * 32 + threadIdx.x; y = blockIdx.x * 32 + threadIdx.y;\n"
+                     "  for (int j = 0; j < 32; j += 8)\n"
+                     "    if (x < h && y + j < w) out[(y + j) * h + x] = tile[threadIdx.x][threadIdx.y + j];\n"
+                     "}\n";
+  ks_subject s = {.kernel = "transpose", .slice_source = tile, .name_expression = "transpose",
+                  .build_known = true};
+  j.opts.compiler = KS_COMPILER_AUTO;
+  assert_int_equal(ks_judge_prepare(&ctx, &j, &s, &a), 0);
+  assert_true(s.nvcc);
+  assert_non_null(s.base_nvrtc.cubin);
+  assert_null(s.compiler_note);
+  assert_null(s.machine_code_note);
+  ks_module nvcc_base = s.base, nvrtc_base = s.base_nvrtc;
+
+  /* Build command unknown: NVRTC, and no comparison. */
+  s.build_known = false;
+  assert_int_equal(ks_judge_prepare(&ctx, &j, &s, &a), 0);
+  assert_false(s.nvcc);
+  assert_null(s.base_nvrtc.cubin);
+  assert_null(s.machine_code_note);
+
+  /* NVRTC asked for, the build's command known: the note exactly when the
+   * two compilers' machine code differs. */
+  s.build_known = true;
+  j.opts.compiler = KS_COMPILER_NVRTC;
+  assert_int_equal(ks_judge_prepare(&ctx, &j, &s, &a), 0);
+  assert_false(s.nvcc);
+  ks_cubin_function x, y;
+  assert_int_equal(ks_cubin_function_info(nvrtc_base.cubin, nvrtc_base.size, nvrtc_base.function,
+                                          &x), 0);
+  assert_int_equal(ks_cubin_function_info(nvcc_base.cubin, nvcc_base.size, nvcc_base.function, &y),
+                   0);
+  if (strcmp(x.text_sha256, y.text_sha256)) {
+    assert_non_null(s.machine_code_note);
+    assert_non_null(strstr(s.machine_code_note, "differs from nvcc's"));
+    assert_non_null(strstr(s.machine_code_note, "SASS digest"));
+  } else {
+    assert_null(s.machine_code_note);
+  }
+
+  /* nvcc asked for, and the original needs NVRTC: NVRTC, with the reason. */
+  s.slice_source = "#ifndef __CUDACC_RTC__\n#error for NVRTC only\n#endif\n"
+                   "__global__ void transpose(float *x) { x[0] = 1; }\n";
+  j.opts.compiler = KS_COMPILER_NVCC;
+  assert_int_equal(ks_judge_prepare(&ctx, &j, &s, &a), 0);
+  assert_false(s.nvcc);
+  assert_non_null(s.compiler_note);
+  assert_non_null(strstr(s.compiler_note, "nvcc rejected it"));
+  assert_null(s.machine_code_note);
+  ks_arena_release(&a);
+  ks_ctx_release(&ctx);
+}
+
 static void compiler_kind_names(void **state) {
   ks_compiler_kind k = KS_COMPILER_NVCC;
   assert_int_equal(ks_compiler_kind_parse("auto", &k), 0);
@@ -366,6 +440,7 @@ int main(void) {
       cmocka_unit_test(nvcc_compiles_plain_and_template_kernels),
       cmocka_unit_test(nvcc_rejection_falls_back_to_nvrtc),
       cmocka_unit_test(nvrtc_and_nvcc_machine_code),
+      cmocka_unit_test(judge_prepare_chooses_the_compiler),
       cmocka_unit_test(compiler_kind_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
