@@ -202,8 +202,13 @@ static int element_use(fp_state *st, const ks_anode *x, const char **why) {
     return 3;
   if (p->kind == KS_AK_UNARY && (!strcmp(op, "++") || !strcmp(op, "--")))
     return 3;
-  if ((p->kind == KS_AK_BINARY || p->kind == KS_AK_UNARY) && !strcmp(op, "?"))
-    return 3;
+  if (p->kind == KS_AK_BINARY && !strcmp(op, "?"))
+    return 3; /* an assignment, perhaps */
+  if (p->kind == KS_AK_UNARY && !strcmp(op, "?")) {
+    *why = ks_arena_printf(st->arena, "an operator on '%s' inside a macro could not be read",
+                           fp_text(st, c)); /* `&` perhaps */
+    return 0;
+  }
   if (p->kind == KS_AK_UNARY && !strcmp(op, "&")) {
     const ks_anode *c2, *call = ks_rt_up(p, &c2);
     int k = call && call->kind == KS_AK_CALL && call->nkids && call->kids[0] == c2
@@ -683,6 +688,29 @@ static void precheck(fp_state *st) {
       fail_param(&st->params[j], "it is reassigned in the kernel");
 }
 
+/* A reason for a one-line message: whitespace runs made one space, at
+ * most 200 bytes. */
+static const char *one_line(ks_arena *arena, const char *why) {
+  char buf[204];
+  size_t o = 0;
+  bool space = false;
+  for (const char *p = why; *p && o < 200; p++) {
+    if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+      space = o > 0;
+      continue;
+    }
+    if (space)
+      buf[o++] = ' ';
+    space = false;
+    if (o < 200)
+      buf[o++] = *p;
+  }
+  if (o >= 200)
+    memcpy(buf + (o = 197), "...", 3), o += 3;
+  buf[o] = '\0';
+  return ks_arena_strdup(arena, buf);
+}
+
 int ks_footprints_of(ks_ctx *ctx, const ks_kast *kast, ks_arena *arena, ks_footprints *out) {
   memset(out, 0, sizeof *out);
   if (!kast || !kast->body || kast->body->kind != KS_AK_COMPOUND)
@@ -714,7 +742,7 @@ int ks_footprints_of(ks_ctx *ctx, const ks_kast *kast, ks_arena *arena, ks_footp
       extent = NULL;
     }
     f->extent = extent;
-    f->why = extent ? NULL : p->why ? p->why : "not proved";
+    f->why = extent ? NULL : one_line(arena, p->why ? p->why : "not proved");
   }
   ks_ctx_release(&scratch);
   return 0;

@@ -60,10 +60,22 @@ static bool value_function(const char *name) {
 }
 
 /* Does the unit's one definition of `name` take argument `arg` by value? */
+static bool by_value_uncached(fp_state *st, const ks_anode *call, const char *name, size_t arg);
+
 bool fp_by_value(fp_state *st, const ks_anode *call, size_t arg) {
   const char *name = ks_rt_callee(st->arena, call);
   if (value_function(name) || fp_call_kind(st, call))
     return true; /* an atomic's address is a pointer passed by value */
+  for (size_t i = 0; i < st->by_value.len; i++)
+    if (st->by_value.items[i].arg == arg && !strcmp(st->by_value.items[i].name, name))
+      return st->by_value.items[i].yes;
+  bool yes = by_value_uncached(st, call, name, arg);
+  *ks_array_push(st->arena, &st->by_value) = (fp_by_value_memo){name, arg, yes};
+  return yes;
+}
+
+static bool by_value_uncached(fp_state *st, const ks_anode *call, const char *name, size_t arg) {
+  (void)call;
   const char *src = st->k->source, *end = src + st->k->source_len;
   const char *body, *body_end, *found = NULL;
   int defs = 0;
@@ -128,6 +140,36 @@ bool fp_is_target(fp_state *st, const ks_anode *n, const ks_anode *decl) {
   return !strcmp(op, "++") || !strcmp(op, "--") || !strcmp(op, "&") || !strcmp(op, "?");
 }
 
+/* The output operands of an asm statement: the text between its first and
+ * second top-level ':' (unknown inside a macro). */
+static bool asm_outputs(fp_state *st, const ks_anode *n, unsigned *from, unsigned *to) {
+  if (n->from_macro)
+    return false;
+  const char *src = st->k->source, *p = src + n->begin, *end = src + n->end;
+  int depth = 0, colons = 0;
+  for (; p < end; p++) {
+    const char *q = ks_ctext_skip_lexical(p);
+    if (q != p) {
+      p = q - 1;
+      continue;
+    }
+    if (*p == '(')
+      depth++;
+    else if (*p == ')')
+      depth--;
+    else if (*p == ':' && depth == 1 && !(p + 1 < end && p[1] == ':') && !(p > src && p[-1] == ':')) {
+      if (colons == 0)
+        *from = (unsigned)(p - src);
+      else if (colons == 1)
+        *to = (unsigned)(p - src);
+      colons++;
+    }
+  }
+  if (colons == 1)
+    *to = n->end;
+  return colons >= 1;
+}
+
 bool fp_modified_except(fp_state *st, const ks_anode *root, const ks_anode *decl,
                         const ks_anode *except) {
   ks_rt_nodes all = ks_rt_collect(st->arena, root);
@@ -145,11 +187,14 @@ bool fp_modified_except(fp_state *st, const ks_anode *root, const ks_anode *decl
       if (init && names(init, decl))
         return true;
     }
-    /* An asm statement's operands may be outputs. */
+    /* An asm statement's output operands change what they name. */
     if (n->kind == KS_AK_OTHER && n->kind_name && strstr(n->kind_name, "Asm")) {
+      unsigned from, to;
+      bool known = asm_outputs(st, n, &from, &to);
       ks_rt_nodes in = ks_rt_collect(st->arena, n);
       for (size_t k = 0; k < in.len; k++)
-        if (in.items[k]->kind == KS_AK_DECL_REF && in.items[k]->decl == decl)
+        if (in.items[k]->kind == KS_AK_DECL_REF && in.items[k]->decl == decl &&
+            (!known || (in.items[k]->begin >= from && in.items[k]->begin < to)))
           return true;
     }
   }

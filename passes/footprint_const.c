@@ -15,6 +15,7 @@
  *
  * Values are computed with ks_expr (64-bit, checked). */
 #include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,7 @@ typedef struct named {
   const char *value; /* text of the initializer; NULL: previous enumerator + 1 */
   const struct named *prev; /* the enumerator before, in its enum */
   bool is_unsigned;
+  int bits;          /* of its type: 32 for int and enumerators, 64 for long */
   int state;         /* 0 not computed, 1 computing, 2 done, 3 failed */
   long long v;
 } named;
@@ -188,10 +190,10 @@ static void scan_unit(fp_state *st, fp_toks *code) {
 }
 
 static void add_name(fp_state *st, const fp_tok *t, const char *scope, named_kind kind,
-                     const char *value, const named *prev, bool is_unsigned) {
+                     const char *value, const named *prev, bool is_unsigned, int bits) {
   named *n = ks_array_push(st->arena, &st->consts->names);
   *n = (named){.name = fp_tok_str(st->arena, t), .scope = scope, .kind = kind, .value = value,
-               .prev = prev, .is_unsigned = is_unsigned};
+               .prev = prev, .is_unsigned = is_unsigned, .bits = bits};
 }
 
 static const char *join(ks_arena *a, const fp_tok *from, const fp_tok *to) {
@@ -242,7 +244,7 @@ static size_t enum_body(fp_state *st, const fp_toks *t, size_t open, const char 
       value = join(st->arena, &t->items[j + 1], &t->items[k]);
       j = k;
     }
-    add_name(st, name, scope, N_ENUMERATOR, value, prev, false);
+    add_name(st, name, scope, N_ENUMERATOR, value, prev, false, 32);
     prev = &st->consts->names.items[st->consts->names.len - 1];
     i = j + 1;
   }
@@ -272,11 +274,17 @@ static bool is_spec_word(const fp_tok *t) {
 static void statement(fp_state *st, const fp_toks *t, size_t from, size_t to, const char *scope) {
   size_t i = from;
   bool is_const = false, is_int = false, is_unsigned = false;
+  int bits = 32;
   while (i < to && is_spec_word(&t->items[i])) {
-    is_const |= fp_tok_is(&t->items[i], "const") || fp_tok_is(&t->items[i], "constexpr");
-    is_int |= is_int_word(&t->items[i]);
-    is_unsigned |= fp_tok_is(&t->items[i], "unsigned") || fp_tok_is(&t->items[i], "size_t") ||
-                   t->items[i].s[0] == 'u';
+    const fp_tok *w = &t->items[i];
+    is_const |= fp_tok_is(w, "const") || fp_tok_is(w, "constexpr");
+    is_int |= is_int_word(w);
+    is_unsigned |= fp_tok_is(w, "unsigned") || fp_tok_is(w, "size_t") || w->s[0] == 'u';
+    if (fp_tok_is(w, "long") || fp_tok_is(w, "size_t") || fp_tok_is(w, "int64_t") ||
+        fp_tok_is(w, "uint64_t") || fp_tok_is(w, "ptrdiff_t"))
+      bits = 64;
+    else if (fp_tok_is(w, "short") && bits == 32)
+      bits = 16;
     i++;
   }
   if (is_const && is_int && i > from) {
@@ -307,7 +315,7 @@ static void statement(fp_state *st, const fp_toks *t, size_t from, size_t to, co
       for (size_t m = 0; m < marks.len; m += 2) {
         size_t at = marks.items[m], k = marks.items[m + 1];
         add_name(st, &t->items[at], scope, N_CONST,
-                 join(st->arena, &t->items[at + 2], &t->items[k]), NULL, is_unsigned);
+                 join(st->arena, &t->items[at + 2], &t->items[k]), NULL, is_unsigned, bits);
       }
       return;
     }
@@ -326,7 +334,7 @@ static void statement(fp_state *st, const fp_toks *t, size_t from, size_t to, co
       const fp_tok *nx = i + 1 < to ? &t->items[i + 1] : NULL;
       if (!nx || fp_tok_is(nx, "=") || fp_tok_is(nx, ",") || fp_tok_is(nx, "[") || fp_tok_is(nx, "(") ||
           fp_tok_is(nx, ";"))
-        add_name(st, x, scope, N_OTHER, NULL, NULL, false);
+        add_name(st, x, scope, N_OTHER, NULL, NULL, false, 64);
     }
   }
 }
@@ -577,12 +585,15 @@ static bool value_of(fp_state *st, named *n, unsigned depth, long long *out) {
   } else {
     ok = true; /* the first enumerator */
   }
-  if (ok && n->is_unsigned && v < 0)
-    ok = fp_fail(st, "the value of '%s' wraps around", n->name);
+  /* The value must fit its type, or C's conversion would change it. */
+  long long top = n->bits >= 64 ? LLONG_MAX : (1LL << (n->bits - (n->is_unsigned ? 0 : 1))) - 1;
+  long long bottom = n->is_unsigned ? 0 : n->bits >= 64 ? LLONG_MIN : -top - 1;
+  if (ok && (v < bottom || v > top))
+    ok = fp_fail(st, "the value of '%s' does not fit its type", n->name);
   n->state = ok ? 2 : 3;
   n->v = v;
   *out = v;
-  return ok || fp_fail(st, "the value of '%s' cannot be computed", n->name);
+  return ok; /* st->why says why not */
 }
 
 bool fp_named_constant(fp_state *st, const ks_anode *ref, long long *out) {

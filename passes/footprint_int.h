@@ -136,6 +136,12 @@ typedef struct fp_fix {
   const char *why; /* NULL: read back, its operators are in `ops` */
 } fp_fix;
 
+typedef struct fp_by_value_memo {
+  const char *name; /* callee */
+  size_t arg;
+  bool yes;
+} fp_by_value_memo;
+
 typedef struct fp_state {
   ks_ctx *ctx;
   ks_arena *arena;
@@ -152,6 +158,7 @@ typedef struct fp_state {
   KS_ARRAY(fp_op) ops;         /* operators read back from macro text */
   KS_ARRAY(fp_fix) fixes;      /* macro expansions already read back */
   int user_minmax;             /* -1 unknown, 0 no, 1 the unit defines min or max */
+  KS_ARRAY(fp_by_value_memo) by_value; /* fp_by_value's answers */
 } fp_state;
 
 /* Records why and returns false (printf-style). */

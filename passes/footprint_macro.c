@@ -359,7 +359,7 @@ static const char *read_back(fp_state *st, const ks_anode *top) {
   if (p.bad || p.i != t.len || !match(st, top, m)) {
     st->ops.len = before;
     return ks_arena_printf(st->arena, "an operator inside the macro expansion '%s' could not be read",
-                           text);
+                           fp_text(st, top));
   }
   return NULL;
 }

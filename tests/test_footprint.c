@@ -137,6 +137,36 @@ static long long truth_1d(long long n, long long gx, long long bx) {
   return t;
 }
 
+/* An extent `n` (or a function of n) of a 1-D kernel against its truth,
+ * for launches covering n and launches that do not. */
+typedef long long (*truth_fn)(long long n, long long threads);
+
+static long long t_min(long long n, long long threads) { return n < threads ? n : threads; }
+
+static void covers_1d(const ks_footprints *f, const char *name, truth_fn truth, bool exact) {
+  static const long long sizes[][3] = {{1000, 4, 256}, {1024, 4, 256}, {7, 1, 32}, {300, 2, 64}};
+  for (size_t s = 0; s < 4; s++) {
+    long long n = sizes[s][0], gx = sizes[s][1], bx = sizes[s][2];
+    env e = launch(gx, 1, bx, 1);
+    bind(&e, "n", n);
+    /* Exact where the grid covers n; an upper bound where it does not. */
+    covers(f, name, &e, truth(n, gx * bx), exact && gx * bx >= n);
+  }
+}
+
+static long long t_three(long long n, long long threads) { return 3 * t_min(n, threads); }
+static long long t_bytes(long long n, long long threads) {
+  return t_min(n, threads) ? 4 * t_min(n, threads) + 4 : 0;
+}
+static long long t_quarter(long long n, long long threads) { return t_min(n / 4, threads); }
+static long long t_half(long long n, long long threads) {
+  return t_min(n, threads) ? (t_min(n, threads) - 1) / 2 + 1 : 0;
+}
+static long long t_grid(long long n, long long threads) {
+  (void)n;
+  return threads;
+}
+
 static void saxpy_guarded_by_n(void **state) {
   (void)state;
   ks_footprints f = of(saxpy_src, "saxpy");
@@ -190,6 +220,8 @@ static void early_return(void **state) {
   has_extent(&f, "in", "n");
   has_extent(&f, "out", "n");
   uses(&f, "out", false, true);
+  covers_1d(&f, "in", t_min, true);
+  covers_1d(&f, "out", t_min, true);
   ks_footprints g = of("__global__ void twice(const float *in, float *out, int n) {\n"
                        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                        "  if (!(i < n)) { return; }\n"
@@ -198,6 +230,7 @@ static void early_return(void **state) {
                        "twice");
   has_extent(&g, "in", "n");
   has_extent(&g, "out", "n");
+  covers_1d(&g, "in", t_min, true);
 }
 
 static void grid_stride_loop(void **state) {
@@ -255,6 +288,7 @@ static void unsigned_parameters(void **state) {
   has_extent(&h, "data", "n");
   has_none(&h, "bins", "'data[i]', read from memory");
   uses(&h, "data", true, false);
+  covers_1d(&h, "data", t_min, true);
 }
 
 static void below_the_pointer(void **state) {
@@ -273,6 +307,8 @@ static void below_the_pointer(void **state) {
                        "diff");
   has_extent(&g, "a", "n");
   has_extent(&g, "d", "n");
+  covers_1d(&g, "a", t_min, true);
+  covers_1d(&f, "d", t_min, true);
 }
 
 static void const_locals_and_enumerators(void **state) {
@@ -285,6 +321,7 @@ static void const_locals_and_enumerators(void **state) {
                        "rgb");
   has_extent(&f, "out", "3 * n");
   has_extent(&f, "in", "n");
+  covers_1d(&f, "out", t_three, true);
   ks_footprints g = of("enum { TILE = 16, HALF = TILE / 2 };\n"
                        "namespace cfg { constexpr int PAD = 4; }\n"
                        "enum class Mode { Add, Mul = 2 };\n"
@@ -324,6 +361,7 @@ static void sizeof_of_basic_types(void **state) {
                        "}\n",
                        "bytes");
   has_extent(&f, "out", "4 * n + 4");
+  covers_1d(&f, "out", t_bytes, true);
 }
 
 /* ---- loops in their forms ---- */
@@ -348,6 +386,30 @@ static void loop_forms(void **state) {
   has_extent(&f, "d", "n");
   has_extent(&f, "e", "n");
   has_extent(&f, "g", "n");
+  {
+    /* The truth of each loop, run here. */
+    long long ns[] = {1, 2, 9, 10, 64};
+    for (size_t k = 0; k < 5; k++) {
+      long long n = ns[k], ta = 0, tc = 0, td = 0, te = 0, tg = 0;
+      for (long long j = 0; j <= n - 1; j++)
+        ta = j + 1;
+      for (long long j = 0; j < n; j += 1)
+        tc = j + 1;
+      for (long long j = 0; n > j; j += 2)
+        td = j + 1;
+      for (long long j = n - 1; j >= 0; j--)
+        te = MAX(te, j + 1);
+      for (long long j = 1; j < n; j *= 2)
+        tg = j + 1;
+      env e = launch(1, 1, 1, 1);
+      bind(&e, "n", n);
+      covers(&f, "a", &e, ta, true);
+      covers(&f, "c", &e, tc, true);
+      covers(&f, "d", &e, td, n % 2 == 1);
+      covers(&f, "e", &e, te, true);
+      covers(&f, "g", &e, tg, n == 2);
+    }
+  }
   /* `j != n` with a signed n: it could start above n and never stop. */
   ks_footprints g = of("__global__ void ne(float *a, int n) {\n"
                        "  for (int j = 0; j != n; j++) a[j] = 0;\n"
@@ -362,6 +424,7 @@ static void loop_forms(void **state) {
                        "}\n",
                        "ne_unsigned");
   has_extent(&h, "a", "n");
+  covers_1d(&h, "a", t_min, false);
   /* The loop variable changed in the body, a while loop. */
   ks_footprints w = of("__global__ void w(float *a, float *b, int n) {\n"
                        "  for (int j = 0; j < n; j++) { a[j] = 0; j += a[j] > 0; }\n"
@@ -618,6 +681,18 @@ static void transpose_2d(void **state) {
                        "t");
   has_extent(&f, "out", "rows * cols");
   has_extent(&f, "in", "rows * cols");
+  {
+    env e = launch(3, 5, 16, 8);
+    bind(&e, "rows", 37);
+    bind(&e, "cols", 45);
+    long long t = 0;
+    for (long long row = 0; row < 5 * 8; row++)
+      for (long long col = 0; col < 3 * 16; col++)
+        if (row < 37 && col < 45)
+          t = MAX(t, MAX(col * 37 + row, row * 45 + col) + 1);
+    covers(&f, "out", &e, t, true);
+    covers(&f, "in", &e, t, true);
+  }
   /* Reversed and inclusive comparisons, three dimensions. */
   ks_footprints g = of("__global__ void t3(float* v, int nx, int ny, int nz) {\n"
                        "  int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -649,6 +724,16 @@ static void index_locals(void **state) {
                        "}\n",
                        "k");
   has_extent(&f, "a", "64 * ny");
+  {
+    env e = launch(4, 4, 16, 16);
+    bind(&e, "ny", 50);
+    long long t = 0;
+    for (long long i = 0; i < 64; i++)
+      for (long long j = 0; j < 64; j++)
+        if (i < 50 && j < 64)
+          t = MAX(t, i * 64 + j + 1);
+    covers(&f, "a", &e, t, true);
+  }
   /* A value from an earlier loop is not the later loop's variable. */
   ks_footprints g = of("__global__ void k(float *a, int n) {\n"
                        "  int j;\n"
@@ -715,6 +800,12 @@ static void atomics(void **state) {
                        "per_thread");
   has_extent(&g, "h", "block_x");
   uses(&g, "h", true, true);
+  covers_1d(&f, "data", t_min, true);
+  for (long long bx = 1; bx <= 1024; bx *= 4) {
+    env e = launch(3, 1, bx, 1);
+    covers(&g, "h", &e, bx, true);
+    covers(&f, "g", &e, bx, false); /* only threads with i < n add */
+  }
 }
 
 static void loads_pointers_and_members(void **state) {
@@ -735,6 +826,8 @@ static void loads_pointers_and_members(void **state) {
   uses(&f, "a", true, false);
   uses(&f, "c", false, true);
   uses(&f, "pts", true, false);
+  covers_1d(&f, "a", t_min, true);
+  covers_1d(&f, "pts", t_min, true);
 }
 
 static void never_used_and_null_tests(void **state) {
@@ -749,6 +842,16 @@ static void never_used_and_null_tests(void **state) {
   uses(&f, "unused", false, false);
   has_extent(&f, "b", "C");
   has_extent(&f, "out", "n");
+  long long cs[][2] = {{100, 7}, {5, 9}, {64, 64}};
+  for (size_t k = 0; k < 3; k++) {
+    long long n = cs[k][0], C = cs[k][1], t = 0;
+    for (long long i = 0; i < n; i++)
+      t = MAX(t, i % C + 1);
+    env e = launch(1, 1, 128, 1);
+    bind(&e, "n", n);
+    bind(&e, "C", C);
+    covers(&f, "b", &e, t, n >= C);
+  }
   /* Without C > 0 the remainder's divisor may be anything. */
   ks_footprints g = of("__global__ void bias(float *out, const float *b, int n, int C) {\n"
                        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -767,6 +870,8 @@ static void conditional_operator(void **state) {
                        "pad");
   has_extent(&f, "in", "n");
   has_extent(&f, "out", "grid_x * block_x");
+  covers_1d(&f, "in", t_min, true);
+  covers_1d(&f, "out", t_grid, true);
 }
 
 /* ---- what is refused ---- */
@@ -787,6 +892,14 @@ static void indirect_index(void **state) {
   has_extent(&f, "val", "rows * K");
   has_none(&f, "x", "its index depends on 'col[row * K + k]', read from memory");
   has_extent(&f, "y", "rows");
+  {
+    env e = launch(2, 1, 64, 1);
+    bind(&e, "rows", 100);
+    bind(&e, "K", 6);
+    covers(&f, "col", &e, 600, true);
+    covers(&f, "val", &e, 600, true);
+    covers(&f, "y", &e, 100, true);
+  }
   /* CSR: the loop's bounds are read from memory. */
   ks_footprints g = of("__global__ void csr(int rows, const int *rp, const int *ci, const float *v,\n"
                        "                    const float *x, float *y) {\n"
@@ -799,6 +912,11 @@ static void indirect_index(void **state) {
                        "}\n",
                        "csr");
   has_extent(&g, "rp", "rows + 1");
+  {
+    env e = launch(2, 1, 64, 1);
+    bind(&e, "rows", 100);
+    covers(&g, "rp", &e, 101, true);
+  }
   has_none(&g, "v", "'rp[row]', read from memory");
   has_none(&g, "ci", "read from memory");
   has_none(&g, "x", "read from memory");
@@ -822,6 +940,7 @@ static void casts_calls_and_reassignments(void **state) {
   has_none(&f, "b", "passed to 'get'");
   has_none(&f, "d", "reassigned");
   has_extent(&f, "c", "n / 4");
+  covers_1d(&f, "c", t_quarter, true);
 }
 
 static void hidden_uses(void **state) {
@@ -843,6 +962,7 @@ static void hidden_uses(void **state) {
   has_none(&f, "acc", "member call");
   has_none(&f, "out", "'j'");
   has_extent(&f, "in", "n");
+  covers_1d(&f, "in", t_min, true);
   /* goto: no path facts hold. */
   ks_footprints g = of("__global__ void k(float *a, int n) {\n"
                        "  int i = threadIdx.x;\n"
@@ -871,6 +991,7 @@ static void templates(void **state) {
                        "tile");
   has_none(&g, "out", "template parameter 'BLOCK'");
   has_extent(&g, "in", "n");
+  covers_1d(&g, "in", t_min, true);
 }
 
 static void write_only(void **state) {
@@ -882,6 +1003,7 @@ static void write_only(void **state) {
                        "iota");
   has_extent(&f, "p", "n");
   uses(&f, "p", false, true);
+  covers_1d(&f, "p", t_min, true);
 }
 
 static void sign_unknown(void **state) {
@@ -905,6 +1027,104 @@ static void sign_unknown(void **state) {
   bind(&e, "n", 50);
   bind(&e, "stride", 3);
   covers(&g, "a", &e, 49 * 3 + 1, true);
+}
+
+/* ---- arithmetic and changes the analysis must see ---- */
+
+static void arithmetic_forms(void **state) {
+  (void)state;
+  ks_footprints f = of(
+      "#define STEP(q) q += 2\n"
+      "__global__ void k(float *a, float *b, float *c, float *d, float *e, float *f,\n"
+      "                  float *g, float *h, float *o, int n, unsigned m) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < n) a[n - 1 - i] = 0;\n"
+      "  b[i & 255] = 0;\n"
+      "  if (i < n) c[i >> 1] = 0;\n"
+      "  if (i >= n) { d[i] = 0; return; }\n"
+      "  for (unsigned j = m; j >= 0; j--) e[j] = 0;\n"
+      "  for (unsigned j = m; j > 0; j--) f[j] = 0;\n"
+      "  int v;\n"
+      "  for (int k = 0; k < 4; k++) { g[v] = 0; v = k; }\n"
+      "  int w = i;\n"
+      "  STEP(w);\n"
+      "  h[w] = 0;\n"
+      "  int q = i; int &r = q; r = 1000000; o[q] = 0;\n"
+      "}\n",
+      "k");
+  has_extent(&f, "a", "n");             /* reversed: n - 1 - i */
+  has_extent(&f, "b", "min(255, grid_x * block_x - 1) + 1");
+  has_extent(&f, "c", "(n - 1) / 2 + 1");
+  has_extent(&f, "d", "grid_x * block_x"); /* i >= n: the grid bounds it */
+  has_none(&f, "e", "the step of the loop over 'j'"); /* j-- from 0 wraps */
+  has_extent(&f, "f", "m + 1");
+  has_none(&f, "g", "'v'");             /* read before its assignment */
+  has_none(&f, "h", "'w'");             /* changed inside a macro */
+  has_none(&f, "o", "'q'");             /* changed through a reference */
+  covers_1d(&f, "a", t_min, true);
+  covers_1d(&f, "c", t_half, true);
+}
+
+static void aliases_and_macros(void **state) {
+  (void)state;
+  ks_footprints f = of(
+      "#define AT(p, i) p[i]\n"
+      "#define N 64\n"
+      "#define CALLM(q) q->add(1.0f)\n"
+      "struct Acc { float v; __device__ void add(float x) { v += x; } };\n"
+      "__device__ float get(const float *q, int i);\n"
+      "__global__ void k(float *a, float *b, float *c, float *d, float *e, float *f,\n"
+      "                  float *g, float *h, Acc *acc, float *s, int n, int off) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i >= n) return;\n"
+      "  float *ra = a + off;\n"
+      "  ra[i] = 0;\n"
+      "  float *rb = b + 2 * i;\n"
+      "  rb[1] = rb[0];\n"
+      "  float *rc = rb;\n"
+      "  rc[0] = 1;\n"
+      "  const float *rd = &c[i * N];\n"
+      "  for (int k = 0; k < N; k++) d[i] += rd[k];\n"
+      "  AT(e, i) = 1;\n"
+      "  float *rf = f + n;\n"
+      "  rf[-1 - i] = 0;\n"
+      "  float *rg = g;\n"
+      "  rg = rg + 1;\n"
+      "  rg[i] = 0;\n"
+      "  float *rh = h + i;\n"
+      "  get(rh, 0);\n"
+      "  CALLM(acc);\n"
+      "  float v;\n"
+      "  asm volatile(\"ld.global.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(s + i));\n"
+      "}\n",
+      "k");
+  has_none(&f, "a", "may index below the pointer"); /* off may be negative */
+  has_extent(&f, "b", "2 * n");
+  uses(&f, "b", true, true);
+  has_extent(&f, "c", "64 * n");
+  has_extent(&f, "d", "n");
+  has_extent(&f, "e", "n");
+  has_extent(&f, "f", "n");
+  has_none(&f, "g", "stored");
+  has_none(&f, "h", "stored");
+  has_none(&f, "acc", "member call 'CALLM(acc)'");
+  has_none(&f, "s", "asm");
+  env e = launch(2, 1, 64, 1);
+  bind(&e, "n", 100);
+  covers(&f, "b", &e, 200, true);
+  covers(&f, "c", &e, 6400, true);
+  covers(&f, "f", &e, 100, true);
+}
+
+static void named_constants_that_do_not_fit(void **state) {
+  (void)state;
+  /* 0xFFFFFFFF is -1 as an int: not taken for its 64-bit value. */
+  ks_footprints f = of("const int BIG = 0xFFFFFFFF;\n"
+                       "const unsigned UBIG = 0xFFFFFFFF;\n"
+                       "__global__ void k(float *a, float *b) { a[BIG] = 0; b[UBIG] = 0; }\n",
+                       "k");
+  has_none(&f, "a", "does not fit its type");
+  has_extent(&f, "b", "4294967296");
 }
 
 /* ---- the apps, through their slices ---- */
@@ -941,12 +1161,14 @@ static size_t run_corpus(const char *dir, corpus_result *out, size_t max) {
       r->f.len = 0;
       continue;
     }
+    bool first = true;
     for (size_t j = 0; j < r->f.len; j++) {
       const ks_footprint *p = &r->f.items[j];
       if (!p->extent && !strcmp(p->why, "not a pointer"))
         continue;
-      printf("%-32s %-14s %c%c    %s\n", j ? "" : r->kernel, p->param, p->read ? 'r' : '-',
+      printf("%-32s %-14s %c%c    %s\n", first ? r->kernel : "", p->param, p->read ? 'r' : '-',
              p->written ? 'w' : '-', extent_text(p));
+      first = false;
     }
   }
   ks_scan_release(&scan);
@@ -1070,6 +1292,9 @@ int main(void) {
       cmocka_unit_test(templates),
       cmocka_unit_test(write_only),
       cmocka_unit_test(sign_unknown),
+      cmocka_unit_test(arithmetic_forms),
+      cmocka_unit_test(aliases_and_macros),
+      cmocka_unit_test(named_constants_that_do_not_fit),
       cmocka_unit_test(apps_through_slices),
       cmocka_unit_test(legacy_when_present),
   };
