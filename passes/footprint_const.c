@@ -102,6 +102,7 @@ typedef struct named {
 
 struct fp_consts {
   ks_ctx ctx; /* for ks_expr's messages, so the caller's error stays */
+  unsigned conditional; /* #if nesting while scanning */
   KS_ARRAY(macro) macros;
   KS_ARRAY(named) names;
 };
@@ -117,6 +118,13 @@ static void add_directive(fp_state *st, const char *p, const char *end) {
   fp_consts *c = st->consts;
   fp_toks t = {0};
   fp_lex(st->arena, p + 1, end, &t);
+  if (!t.len)
+    return;
+  if (fp_tok_is(&t.items[0], "if") || fp_tok_is(&t.items[0], "ifdef") ||
+      fp_tok_is(&t.items[0], "ifndef"))
+    c->conditional++;
+  else if (fp_tok_is(&t.items[0], "endif") && c->conditional)
+    c->conditional--;
   if (t.len < 2 || t.items[1].kind != T_IDENT)
     return;
   bool define = fp_tok_is(&t.items[0], "define"), undef = fp_tok_is(&t.items[0], "undef");
@@ -127,7 +135,9 @@ static void add_directive(fp_state *st, const char *p, const char *end) {
     m = ks_array_push(st->arena, &c->macros);
     m->name = fp_tok_str(st->arena, &t.items[1]);
   }
-  m->count += 1 + undef;
+  /* Under #if the definition may be dead and the live one come from the
+   * command line: not used, as a name defined twice is not. */
+  m->count += 1 + undef + (c->conditional ? 1 : 0);
   if (!define)
     return;
   const char *after = t.items[1].s + t.items[1].n;
@@ -596,6 +606,29 @@ static bool value_of(fp_state *st, named *n, unsigned depth, long long *out) {
   return ok; /* st->why says why not */
 }
 
+/* A name the kernel declares itself where the tree has no node for it (a
+ * local enum's enumerator): it would shadow one at namespace scope. */
+static bool declared_in_kernel(fp_state *st, const char *name) {
+  const ks_anode *body = st->k->body;
+  const char *b = st->k->source + body->begin, *e = st->k->source + body->end;
+  fp_toks t = {0};
+  fp_lex(st->arena, b, e, &t);
+  for (size_t i = 0; i + 1 < t.len; i++) {
+    if (!fp_tok_is(&t.items[i], "enum"))
+      continue;
+    size_t open = i + 1;
+    while (open < t.len && !fp_tok_is(&t.items[open], "{") && !fp_tok_is(&t.items[open], ";"))
+      open++;
+    if (open >= t.len || !fp_tok_is(&t.items[open], "{"))
+      continue;
+    size_t close = fp_matching(&t, open);
+    for (size_t k = open + 1; k < close && k < t.len; k++)
+      if (fp_tok_is(&t.items[k], name))
+        return true;
+  }
+  return false;
+}
+
 bool fp_named_constant(fp_state *st, const ks_anode *ref, long long *out) {
   const char *text = ks_arena_strndup(st->arena, st->k->source + ref->begin, ref->end - ref->begin);
   if (ref->from_macro && !(text = fp_expand(st, text)))
@@ -614,6 +647,8 @@ bool fp_named_constant(fp_state *st, const ks_anode *ref, long long *out) {
   if (at + 1 != t.len || t.items[at].kind != T_IDENT || !ref->name ||
       !fp_tok_is(&t.items[at], ref->name))
     return fp_fail(st, "its index depends on '%s', which the analysis does not follow", text);
+  if (declared_in_kernel(st, ref->name))
+    return fp_fail(st, "its index depends on '%s', declared inside the kernel", ref->name);
   named *n = unique(st, ref->name, strlen(ref->name), scope);
   if (!n)
     return fp_fail(st, "its index depends on '%s', not a constant the analysis can find once in "

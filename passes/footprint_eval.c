@@ -17,6 +17,7 @@
  * non-negative, division and remainder need a positive divisor (and, in
  * unsigned arithmetic, a non-negative dividend). Overflow of the kernel's
  * own arithmetic is taken not to happen (such a kernel is already broken). */
+#include <limits.h>
 #include <string.h>
 
 #include "footprint_int.h"
@@ -644,7 +645,7 @@ static const fp_fact *bound(fp_state *st, const ks_anode *t, fp_range r, const f
   long long k, c, l, need;
   if (r.lo && fp_eval(st, t, env, NULL, &v) && v.lo && v.hi && fp_equal(v.lo, v.hi) &&
       fp_linear_in_one(v.lo, &s, &k, &c) && (l = fp_lower(st, r.lo, env)) != FP_NO_LOWER &&
-      !__builtin_sub_overflow(l, c, &need)) {
+      !__builtin_sub_overflow(l, c, &need) && need != LLONG_MIN) {
     long long lo = -floor_div(-need, k);
     return fp_push(st, env, (fp_fact){.kind = FP_FACT_SYM_LO, .sym = s, .lo = lo});
   }
@@ -673,7 +674,8 @@ const fp_fact *fp_compare(fp_state *st, const ks_anode *a, const char *op, const
   if (!fp_eval(st, b, env, NULL, &rb))
     rb = (fp_range){0};
   int ca, cb;
-  bool same = sign_class(a, &ca) && sign_class(b, &cb) && ca == cb;
+  bool known_a = sign_class(a, &ca), known_b = sign_class(b, &cb);
+  bool same = known_a && known_b && ca == cb;
   /* A negative side would be converted before comparing; a side of an
    * unsigned type is never negative. */
   if (!same && !((ca == 2 || fp_nonneg(st, ra.lo, env)) && (cb == 2 || fp_nonneg(st, rb.lo, env))))

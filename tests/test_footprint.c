@@ -1125,6 +1125,24 @@ static void named_constants_that_do_not_fit(void **state) {
                        "k");
   has_none(&f, "a", "does not fit its type");
   has_extent(&f, "b", "4294967296");
+  /* A macro under #if may be dead (the live one from the command line),
+   * and a kernel's own enum shadows the one outside. */
+  ks_footprints g = of("#define N 1024\n"
+                       "#if 0\n"
+                       "#define IDX(i, j) ((i) * N - (j))\n"
+                       "#else\n"
+                       "#define IDX(i, j) ((i) * N + (j))\n"
+                       "#endif\n"
+                       "enum { L = 4 };\n"
+                       "__global__ void k(float *a, float *b) {\n"
+                       "  enum { L = 100 };\n"
+                       "  int i = threadIdx.x;\n"
+                       "  if (i < 8) a[IDX(i, 1)] = 0;\n"
+                       "  b[L] = 0;\n"
+                       "}\n",
+                       "k");
+  has_none(&g, "a", "the macro 'IDX' is defined more than once");
+  has_none(&g, "b", "'L', declared inside the kernel");
 }
 
 /* ---- the apps, through their slices ---- */
