@@ -27,7 +27,7 @@
 #include "ks_store.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
-#include "optimize_run.h"
+#include "ks_winners.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc apply [options] [PATH...]\n"
@@ -110,22 +110,7 @@ static bool header_older(const char *path) {
 }
 
 
-typedef struct winner {
-  const ks_kernel *k;
-  ks_spec spec;
-  ks_variant v;
-  double speedup;
-  const char *techniques;
-  const char *note;        /* the comment's first line: where the speedup
-                              was measured */
-} winner;
-typedef KS_ARRAY(winner) winners;
-
-/* "sm_90" in the run's device text ("NVIDIA H200, sm_90, driver ...") as 90. */
-static int run_arch(const ks_run_row *r) {
-  const char *sm = r->device ? strstr(r->device, "sm_") : NULL;
-  return sm ? atoi(sm + 3) : 0;
-}
+typedef KS_ARRAY(ks_winner) winners;
 
 /* The path of `target` relative to the directory `from`, both absolute
  * and free of symbolic links. */
@@ -190,116 +175,28 @@ static void fixes_add(ks_buf *y, const char *file, const ks_emit_edits *edits) {
   ks_buf_adds(y, "    Level:           Warning\n");
 }
 
-static bool wanted(const char *const *names, size_t n, const char *kernel) {
-  if (!n)
-    return true;
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(names[i], kernel))
-      return true;
-  return false;
-}
-
-/* The winners of the newest run in the store. */
-
-/* The spec a kernel optimized from captured launches had: made again from
- * the capture file the store names. */
-static int capture_spec(ks_ctx *ctx, const char *path, const ks_scan *scan, const ks_kernel *k,
-                        ks_arena *a, ks_spec *out) {
-  ks_capture cap;
-  if (ks_capture_open(ctx, path, &cap))
-    return -1;
-  int rc = ks_capture_spec(ctx, &cap, scan, k, a, out);
-  if (!rc) /* the only string of the capture's own arena */
-    out->file = ks_arena_strdup(a, path);
-  ks_capture_close(&cap);
-  return rc;
-}
-
+/* The winners of the newest run (passes/ks_winners.h), resolved against
+ * the scan; each one that cannot be applied is said, in one line. */
 static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_scan *scan,
                          const char *const *names, size_t nnames, double min_speedup,
                          winners *wins, int *arch) {
-  ks_store *store = NULL;
-  int rc = -1;
-  if (ks_store_open_readonly(ctx, dir, &store))
+  ks_winners ws;
+  ks_winners_query q = {.store_dir = dir, .scan = scan, .kernels = names, .nkernels = nnames,
+                        .min_speedup = min_speedup};
+  if (ks_winners_load(ctx, &q, a, &ws))
     return -1;
-  ks_run_row run;
-  bool found = false;
-  if (ks_store_run_latest(ctx, store, a, &run, &found))
-    goto out;
-  if (!found) {
-    ks_fail(ctx, "%s holds no optimize run: run 'kernelsmith-cc optimize' first",
-            ks_store_path(store));
-    goto out;
+  *arch = ws.arch;
+  for (size_t i = 0; i < ws.items.len; i++) {
+    const ks_winner *w = &ws.items.items[i];
+    if (w->skip)
+      ks_warn(ctx, "%s: not applied: %s", w->name, w->skip);
+    else
+      *ks_array_push(a, wins) = *w;
   }
-  *arch = run_arch(&run);
-  if (!*arch) {
-    ks_fail(ctx, "run %lld was not judged on a GPU (%s): there is nothing verified to apply",
-            run.id, run.device ? run.device : "no device");
-    goto out;
-  }
-  ks_kernel_rows rows = {0};
-  if (ks_store_kernels(ctx, store, run.id, a, &rows))
-    goto out;
-  for (size_t i = 0; i < rows.len; i++) {
-    const ks_kernel_row *r = &rows.items[i];
-    if (!wanted(names, nnames, r->name))
-      continue;
-    const char *path = ks_winner_path(a, dir, r->name);
-    struct stat st;
-    if (stat(path, &st) != 0)
-      continue; /* no faster variant */
-    winner w = {0};
-    if (ks_scan_lookup(ctx, scan, r->name, &w.k)) {
-      ks_warn(ctx, "%s: not found under the paths scanned: %s", r->name, ctx->error);
-      continue;
-    }
-    int spec_found = ks_spec_find(ctx, scan, w.k, a, &w.spec);
-    if (spec_found > 0 && r->spec && !strncmp(r->spec, "capture:", 8) &&
-        capture_spec(ctx, r->spec + 8, scan, w.k, a, &w.spec)) {
-      ks_warn(ctx, "%s: it was optimized from captured launches: %s", r->name, ctx->error);
-      continue;
-    }
-    if (spec_found < 0 || (spec_found > 0 && !w.spec.file)) {
-      ks_warn(ctx, "%s: its spec cannot be read: %s", r->name,
-              spec_found < 0 ? ctx->error : "it has none now");
-      continue;
-    }
-    bool is_template = false;
-    if (ks_variant_load(ctx, path, w.k->name, a, &w.v, &is_template))
-      goto out;
-    /* The kernel must be the one the run optimized. */
-    if (r->source_hash && w.k->source_hash && strcmp(w.k->source_hash, r->source_hash)) {
-      ks_warn(ctx, "%s: its definition in %s changed since run %lld optimized it; run optimize "
-                   "again", r->name, w.k->loc.file, run.id);
-      continue;
-    }
-    /* Its measured speedup: the best FAST evaluation of that technique
-     * chain. */
-    w.techniques = ks_variant_techniques(a, &w.v);
-    ks_variant_rows vars = {0};
-    if (ks_store_variants(ctx, store, r->id, a, &vars))
-      goto out;
-    for (size_t k = 0; k < vars.len; k++) {
-      const ks_variant_row *vr = &vars.items[k];
-      if (vr->evaluated && vr->verdict == KS_VERDICT_FAST && vr->techniques && w.techniques &&
-          !strcmp(vr->techniques, w.techniques) && vr->speedup > w.speedup)
-        w.speedup = vr->speedup;
-    }
-    if (w.speedup < min_speedup)
-      continue;
-    w.note = ks_arena_printf(a, "%.2fx faster than %s on %s, verified %.10s (run %lld, %s: %s)",
-                             w.speedup, w.k->name, run.device, run.started ? run.started : "",
-                             run.id, run.proposer ? run.proposer : "rules",
-                             w.techniques ? w.techniques : "");
-    *ks_array_push(a, wins) = w;
-  }
-  if (!wins->len)
-    ks_info(ctx, "nothing to apply: run %lld has no verified winner%s", run.id,
+  if (!wins->len && !ws.items.len)
+    ks_info(ctx, "nothing to apply: run %lld has no verified winner%s", ws.run.id,
             min_speedup > 1 ? " that fast" : "");
-  rc = 0;
-out:
-  ks_store_close(store);
-  return rc;
+  return 0;
 }
 
 /* --variant: the user's variant of one kernel, judged now on this GPU as
@@ -313,11 +210,10 @@ static int judge_variant(ks_ctx *ctx, ks_arena *a, ks_source_args *src, const ks
   int rc = -1;
   if (ks_target_open(ctx, &src->scan, name, a, &target))
     return -1;
-  winner w = {0};
-  bool is_template = false;
+  ks_winner w = {0};
   ks_candidate cand;
-  if (ks_variant_load(ctx, file, target.kernel->name, a, &w.v, &is_template) ||
-      ks_target_candidate(ctx, &target, &w.v, is_template, a, &cand))
+  if (ks_variant_load(ctx, file, target.kernel->name, a, &w.variant, &w.is_template) ||
+      ks_target_candidate(ctx, &target, &w.variant, w.is_template, a, &cand))
     goto out;
   ks_judge_options jo = {.cache_dir = ".kernelsmith/cache"};
   if (ks_judge_open(ctx, &judge, &jo))
@@ -334,9 +230,18 @@ static int judge_variant(ks_ctx *ctx, ks_arena *a, ks_source_args *src, const ks
   }
   if (ks_scan_lookup(ctx, scan, name, &w.k) || ks_spec_find(ctx, scan, w.k, a, &w.spec) != 0)
     goto out;
+  w.have_spec = true;
+  w.name = w.k->qualified_name;
+  w.variant_name = ks_arena_printf(a, "%s_ks", w.k->name);
+  ks_ctx quiet;
+  ks_ctx_init(&quiet, ctx->prog);
+  if (ks_footprints_from_unit(&quiet, "slice.cu", target.slice.source, w.k->qualified_name, a,
+                              &w.footprints))
+    w.footprints = (ks_footprints){0};
+  ks_ctx_release(&quiet);
   *arch = judge.device.cc_major * 10 + judge.device.cc_minor;
   w.speedup = e.speedup;
-  w.techniques = ks_variant_techniques(a, &w.v);
+  w.techniques = ks_variant_techniques(a, &w.variant);
   w.note = ks_arena_printf(a, "%.2fx faster than %s on %s, sm_%d (95%% interval %.3f-%.3f), "
                               "judged when applied (the variant in %s)",
                            e.speedup, w.k->name, judge.device.name, *arch, e.speedup_low,
@@ -464,17 +369,14 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
       continue;
     KS_ARRAY(ks_emit_kernel) eks = {0};
     for (size_t j = i; j < wins.len; j++) {
-      winner *w = &wins.items[j];
+      const ks_winner *w = &wins.items[j];
       if (strcmp(w->k->loc.file, file))
         continue;
       const char *comment = ks_arena_printf(
           &a, "// kernelsmith-cc: %s.\n"
               "// Launches use it only where its guards hold; KERNELSMITH_DISABLE=%s turns it off.",
           w->note, w->k->name);
-      *ks_array_push(&a, &eks) = (ks_emit_kernel){
-          .k = w->k, .spec = &w->spec, .v = &w->v,
-          .variant_name = ks_arena_printf(&a, "%s_ks", w->k->name), .comment = comment,
-          .archs = archs, .narchs = 1};
+      ks_winner_emit(&a, w, archs, 1, comment, ks_array_push(&a, &eks));
     }
     ks_buf text = KS_BUF_INIT;
     char sha[KS_HASH_HEX];

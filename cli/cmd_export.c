@@ -17,10 +17,17 @@
 #include "ks_llm_text.h"
 #include "ks_search.h"
 #include "ks_store.h"
+#include "ks_winners.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc export --trajectories FILE.jsonl [options]\n"
+    "       kernelsmith-cc export --winners [--run N] [--store DIR]\n"
     "\n"
+    "--winners writes each kernel's verified winner (the one apply uses) as a\n"
+    "variant file under the store's winners/ directory, from the store, which\n"
+    "is the only record apply and the compiler launcher read.\n"
+    "\n"
+    "--trajectories:\n"
     "Writes every evaluated step of the store's runs (a variant made from its\n"
     "parent by a rule or a model) as one JSON line: \"messages\" (system, the\n"
     "executor's prompt for the parent and the step's plan, and the child as the\n"
@@ -30,6 +37,7 @@ static const char usage[] =
     "\n"
     "options:\n"
     "      --trajectories FILE  where to write (replaced whole; '-' for stdout)\n"
+    "      --winners    the winner files (STORE/winners/KERNEL.cu) instead\n"
     "      --run N      only this run (default: every run)\n"
     "      --improving  only correct steps faster than their parent (FAST, and\n"
     "                   more than 1% over the parent)\n"
@@ -140,8 +148,9 @@ static int export_kernel(ks_ctx *ctx, ks_store *store, const ks_run_row *run,
 }
 
 static int run(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_TRAJ = 256, OPT_RUN, OPT_IMPROVING, OPT_CORRECT, OPT_STORE };
+  enum { OPT_TRAJ = 256, OPT_RUN, OPT_IMPROVING, OPT_CORRECT, OPT_STORE, OPT_WINNERS };
   static const struct option opts[] = {{"trajectories", required_argument, NULL, OPT_TRAJ},
+                                       {"winners", no_argument, NULL, OPT_WINNERS},
                                        {"run", required_argument, NULL, OPT_RUN},
                                        {"improving", no_argument, NULL, OPT_IMPROVING},
                                        {"correct", no_argument, NULL, OPT_CORRECT},
@@ -152,6 +161,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
   const char *dir = NULL, *path = NULL, *tmp = NULL;
   long long want = 0;
   int filter = 0, c, rc = KS_EXIT_OK;
+  bool winners = false;
   ks_store *store = NULL;
   FILE *out = NULL;
   opterr = 0;
@@ -159,6 +169,9 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     switch (c) {
     case OPT_TRAJ:
       path = optarg;
+      break;
+    case OPT_WINNERS:
+      winners = true;
       break;
     case OPT_RUN: {
       long n = ks_parse_count(optarg);
@@ -193,12 +206,22 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     rc = ks_usage_error(ctx, &ks_cmd_export, "unexpected argument '%s'", argv[optind]);
     goto out;
   }
-  if (!path) {
-    rc = ks_usage_error(ctx, &ks_cmd_export, "say what to export: --trajectories FILE.jsonl");
+  if (!path == !winners) {
+    rc = ks_usage_error(ctx, &ks_cmd_export,
+                        "say what to export: --trajectories FILE.jsonl or --winners");
     goto out;
   }
   if (!dir)
     dir = ks_store_default_dir(&a);
+  if (winners) {
+    ks_winners ws;
+    ks_winners_query q = {.store_dir = dir, .run = want, .any_device = true};
+    if (ks_winners_load(ctx, &q, &a, &ws) || ks_winners_export(ctx, &ws, dir, &a))
+      goto fail;
+    fprintf(stderr, "%s: %zu winner file%s written to %s/winners (run %lld)\n", ctx->prog,
+            ws.items.len, ws.items.len == 1 ? "" : "s", dir, ws.run.id);
+    goto out;
+  }
   if (ks_store_open_readonly(ctx, dir, &store))
     goto fail;
   ks_run_rows runs = {0};
@@ -264,4 +287,5 @@ out:
 }
 
 const ks_command ks_cmd_export = {
-    "export", "write the store's evaluated steps as training data (--trajectories)", usage, run};
+    "export", "write the store's steps as training data (--trajectories), or its winners as files",
+    usage, run};

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ks_cli.h"
+#include "ks_footprint.h"
 #include "ks_source_args.h"
 #include "ks_report.h"
 #include "ks_scan.h"
@@ -28,6 +29,11 @@ static const char usage[] =
     "                       (default: those seen at the launch sites)\n"
     "      --json           the unit and its name expressions, includes and\n"
     "                       dependencies as JSON\n"
+    "      --footprints     instead of the unit: for each pointer parameter, how\n"
+    "                       many elements the kernel can reach through it, as\n"
+    "                       its own bounds and indices prove (what apply's\n"
+    "                       disjoint() guards use where no spec gives a length),\n"
+    "                       or why that is not proved\n"
     "  -h, --help           show this help\n"
     "\n"
     "A kernel that cannot be sliced (it calls host code, or a device function whose\n"
@@ -72,16 +78,34 @@ static void print_unit(const ks_slice *slice) {
     printf("// NVRTC option (from the compile command): %s\n", slice->codegen.items[i]);
 }
 
+/* Each pointer parameter's footprint, one line each. */
+static int print_footprints(ks_ctx *ctx, const ks_slice *slice, ks_arena *a) {
+  ks_footprints fp = {0};
+  if (ks_footprints_from_unit(ctx, ks_arena_printf(a, "%s (slice)", slice->file), slice->source,
+                              slice->kernel, a, &fp))
+    return -1;
+  for (size_t i = 0; i < fp.len; i++) {
+    const ks_footprint *f = &fp.items[i];
+    if (f->why && !strcmp(f->why, "not a pointer"))
+      continue;
+    printf("%-16s %-10s %s%s\n", f->param,
+           f->read && f->written ? "read+write" : f->written ? "write" : f->read ? "read" : "unused",
+           f->extent ? f->extent : "not proved: ", f->extent ? "" : f->why ? f->why : "?");
+  }
+  return 0;
+}
+
 static int run_extract(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_JSON = 256, OPT_INSTANCE };
+  enum { OPT_JSON = 256, OPT_INSTANCE, OPT_FOOTPRINTS };
   static const struct option opts[] = {
       KS_SOURCE_LONG,
       {"json", no_argument, NULL, OPT_JSON},
+      {"footprints", no_argument, NULL, OPT_FOOTPRINTS},
       {"instance", required_argument, NULL, OPT_INSTANCE}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args src;
   ks_source_args_init(&src, argc);
-  bool json = false, have_scan = false;
+  bool json = false, have_scan = false, footprints = false;
   const char *instance = NULL;
   ks_scan scan;
   ks_arena arena = KS_ARENA_INIT;
@@ -96,6 +120,9 @@ static int run_extract(ks_ctx *ctx, int argc, char **argv) {
       break;
     case OPT_JSON:
       json = true;
+      break;
+    case OPT_FOOTPRINTS:
+      footprints = true;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_extract);
@@ -139,7 +166,12 @@ static int run_extract(ks_ctx *ctx, int argc, char **argv) {
     ks_warn(ctx, "'%s' is a template that is never launched with known arguments: no name "
                  "expression (give one with --instance)",
             k->qualified_name);
-  if (json ? print_json(&slice) : (print_unit(&slice), 0)) {
+  if (footprints) {
+    if (print_footprints(ctx, &slice, &arena)) {
+      ks_error(ctx, "%s", ctx->error);
+      rc = KS_EXIT_FAILURE;
+    }
+  } else if (json ? print_json(&slice) : (print_unit(&slice), 0)) {
     ks_error(ctx, "cannot write the output");
     rc = KS_EXIT_FAILURE;
   }

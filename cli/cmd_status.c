@@ -8,6 +8,7 @@
 
 #include "ks_cli.h"
 #include "ks_store.h"
+#include "ks_winners.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc status [options]\n"
@@ -30,10 +31,10 @@ const ks_command ks_cmd_status;
 typedef struct kernel_summary {
   const ks_kernel_row *row;
   unsigned variants, evaluated, correct, fast;
-  const ks_variant_row *best;
+  const ks_winner *best;   /* the winner apply would use (ks_winners.h) */
 } kernel_summary;
 
-static void summarize(const ks_variant_rows *vars, kernel_summary *s) {
+static void summarize(const ks_variant_rows *vars, const ks_winners *ws, kernel_summary *s) {
   for (size_t i = 0; i < vars->len; i++) {
     const ks_variant_row *v = &vars->items[i];
     s->variants++;
@@ -43,12 +44,11 @@ static void summarize(const ks_variant_rows *vars, kernel_summary *s) {
     bool ok = v->verdict == KS_VERDICT_FAST || v->verdict == KS_VERDICT_SAME ||
               v->verdict == KS_VERDICT_SLOW;
     s->correct += ok;
-    if (v->verdict == KS_VERDICT_FAST) {
-      s->fast++;
-      if (!s->best || v->speedup > s->best->speedup)
-        s->best = v;
-    }
+    s->fast += v->verdict == KS_VERDICT_FAST;
   }
+  for (size_t i = 0; i < ws->items.len; i++)
+    if (ws->items.items[i].kernel_id == s->row->id)
+      s->best = &ws->items.items[i];
 }
 
 static int run(ks_ctx *ctx, int argc, char **argv) {
@@ -174,6 +174,10 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     ks_kernel_rows kernels = {0};
     if (ks_store_kernels(ctx, store, detail->id, &a, &kernels))
       goto fail;
+    ks_winners ws;
+    ks_winners_query q = {.store_dir = dir, .run = detail->id, .any_device = true};
+    if (ks_winners_load(ctx, &q, &a, &ws))
+      goto fail;
     cJSON *jk = NULL;
     if (json) {
       cJSON_AddNumberToObject(root, "detail_run", (double)detail->id);
@@ -189,7 +193,7 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       if (ks_store_variants(ctx, store, k->id, &a, &vars))
         goto fail;
       kernel_summary s = {.row = k};
-      summarize(&vars, &s);
+      summarize(&vars, &ws, &s);
       if (json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "kernel", k->name);
@@ -203,10 +207,11 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
         cJSON_AddNumberToObject(j, "evaluated", s.evaluated);
         cJSON_AddNumberToObject(j, "correct", s.correct);
         if (s.best) {
-          cJSON_AddNumberToObject(j, "best_variant", (double)s.best->id);
+          cJSON_AddNumberToObject(j, "best_variant", (double)s.best->variant_id);
           cJSON_AddNumberToObject(j, "best_speedup", s.best->speedup);
           cJSON_AddNumberToObject(j, "best_ms", s.best->median_ms);
-          cJSON_AddStringToObject(j, "techniques", s.best->techniques ? s.best->techniques : "");
+          cJSON_AddStringToObject(j, "techniques", s.best->techniques);
+          cJSON_AddStringToObject(j, "inputs", s.best->inputs);
         }
         cJSON_AddItemToArray(jk, j);
       } else {

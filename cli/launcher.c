@@ -36,8 +36,7 @@
 #include "ks_slice.h"
 #include "ks_specs.h"
 #include "ks_store.h"
-#include "ks_variant_file.h"
-#include "optimize_run.h"
+#include "ks_winners.h"
 
 extern const char ks_runtime_header[];
 
@@ -184,52 +183,32 @@ static bool read_plan(char **argv, int argc, plan *p) {
 }
 
 /* The rewritten copy's text, or NULL with *why when there is nothing to do
- * (no error) or something is wrong (ctx->error set, returns -1). */
+ * (no error) or something is wrong (ctx->error set, returns -1). The
+ * winners come from ks_winners_load, as apply's do. */
 static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *src, char **argv,
                    int argc, const char **out, const char **why) {
   *out = NULL;
-  ks_store *store = NULL;
   ks_scan scan = {0};
   bool scanned = false;
   int rc = -1;
-  if (ks_store_open_readonly(ctx, store_dir, &store))
+  /* The store first, without the file: only a file with winners costs a
+   * scan. */
+  ks_winners all;
+  ks_winners_query q = {.store_dir = store_dir, .file = src, .any_device = true};
+  if (ks_winners_load(ctx, &q, a, &all))
     return -1;
-  ks_run_row run;
-  bool found = false;
-  if (ks_store_run_latest(ctx, store, a, &run, &found))
-    goto out;
-  const char *sm = found && run.device ? strstr(run.device, "sm_") : NULL;
-  int arch = sm ? atoi(sm + 3) : 0;
-  if (!arch) {
+  if (!all.arch) {
     *why = "no run judged on a GPU";
-    rc = 0;
-    goto out;
+    return 0;
   }
-  if (!targets_arch(argv, argc, arch)) {
-    *why = ks_arena_printf(a, "not built for sm_%d, where its variants were verified", arch);
-    rc = 0;
-    goto out;
-  }
-  ks_kernel_rows rows = {0};
-  if (ks_store_kernels(ctx, store, run.id, a, &rows))
-    goto out;
-  /* Only kernels defined in this file, with a winner. */
-  const ks_kernel_row **mine = ks_arena_alloc(a, (rows.len + 1) * sizeof *mine);
-  size_t nmine = 0;
-  for (size_t i = 0; i < rows.len; i++) {
-    const ks_kernel_row *r = &rows.items[i];
-    const char *path = ks_winner_path(a, store_dir, r->name);
-    /* The same file, or one of the same name (the store may come from
-     * another checkout): the definition's hash decides below. */
-    const char *rb = r->file ? strrchr(r->file, '/') : NULL, *sb = strrchr(src, '/');
-    bool same = r->file && (!strcmp(r->file, src) || (rb && sb && !strcmp(rb, sb)));
-    if (same && ks_is_file(path))
-      mine[nmine++] = r;
-  }
-  if (!nmine) {
+  q.any_device = false;
+  if (!all.items.len) {
     *why = "no verified variant of a kernel of this file";
-    rc = 0;
-    goto out;
+    return 0;
+  }
+  if (!targets_arch(argv, argc, all.arch)) {
+    *why = ks_arena_printf(a, "not built for sm_%d, where its variants were verified", all.arch);
+    return 0;
   }
   /* The file as this command line compiles it. */
   char *dir = ks_path_dirname(src);
@@ -242,27 +221,31 @@ static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *
   if (ks_scan_run(ctx, &so, &scan))
     goto out;
   scanned = true;
+  ks_winners ws;
+  q.scan = &scan;
+  if (ks_winners_load(ctx, &q, a, &ws))
+    goto out;
   KS_ARRAY(ks_emit_kernel) eks = {0};
   int *archs = ks_arena_alloc(a, sizeof *archs);
-  archs[0] = arch;
-  for (size_t i = 0; i < nmine; i++) {
-    const ks_kernel *k = NULL;
-    ks_spec *spec = ks_arena_alloc(a, sizeof *spec);
-    ks_variant *v = ks_arena_alloc(a, sizeof *v);
-    bool is_template = false;
-    if (ks_scan_lookup(ctx, &scan, mine[i]->name, &k) || ks_spec_find(ctx, &scan, k, a, spec) ||
-        ks_variant_load(ctx, ks_winner_path(a, store_dir, mine[i]->name),
-                        k->name, a, v, &is_template))
-      goto out;
-    if (mine[i]->source_hash && k->source_hash && strcmp(k->source_hash, mine[i]->source_hash)) {
-      *why = ks_arena_printf(a, "%s changed since run %lld optimized it", k->name, run.id);
-      rc = 0;
-      goto out;
+  archs[0] = ws.arch;
+  ks_buf skipped = KS_BUF_INIT;
+  for (size_t i = 0; i < ws.items.len; i++) {
+    const ks_winner *w = &ws.items.items[i];
+    if (w->skip) {
+      ks_buf_addf(&skipped, "%s%s: %s", skipped.len ? "; " : "", w->name, w->skip);
+      continue;
     }
-    *ks_array_push(a, &eks) = (ks_emit_kernel){.k = k, .spec = spec, .v = v,
-                                               .variant_name = ks_arena_printf(a, "%s_ks", k->name),
-                                               .archs = archs, .narchs = 1};
+    ks_winner_emit(a, w, archs, 1, NULL, ks_array_push(a, &eks));
   }
+  if (!eks.len) {
+    *why = ks_arena_strdup(a, skipped.data ? skipped.data : "no winner can be applied");
+    ks_buf_release(&skipped);
+    rc = 0;
+    goto out;
+  }
+  if (skipped.len)
+    ks_warn(ctx, "%s: left as written: %s", src, skipped.data);
+  ks_buf_release(&skipped);
   ks_buf text = KS_BUF_INIT;
   if (ks_read_file(ctx, src, (size_t)64 << 20, &text)) {
     ks_buf_release(&text);
@@ -275,11 +258,10 @@ static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *
   for (size_t i = 0; i < notes.len; i++)
     ks_warn(ctx, "%s", notes.items[i]);
   if (!rc && !*out)
-    *why = "nothing to change";
+    *why = notes.len ? ks_arena_strdup(a, notes.items[0]) : "nothing to change";
 out:
   if (scanned)
     ks_scan_release(&scan);
-  ks_store_close(store);
   return rc;
 }
 
@@ -321,7 +303,10 @@ int ks_launcher_run(ks_ctx *ctx, int argc, char **argv) {
   const char *copy = ks_arena_printf(&a, "%s.ks.cu", obj);
   const char *text = NULL, *why = NULL;
   int rc;
+  ctx->error[0] = '\0';
   if (rewrite(ctx, &a, store_dir, src, argv + skip, argc - skip, &text, &why)) {
+    if (!ctx->error[0]) /* every failure says why; this one did not */
+      ks_fail(ctx, "the rewrite failed without a reason (a bug: please report it)");
     ks_warn(ctx, "%s: compiled as written: %s", argv[p.src], ctx->error);
     log_line(store_dir, "fell back", src, ctx->error);
     goto plain;

@@ -17,6 +17,7 @@
 #include "ks_specs.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
+#include "ks_winners.h"
 #include "optimize_run.h"
 
 static double now_seconds(void) {
@@ -117,44 +118,26 @@ static bool selected(const optimize_job *job, const ks_kernel *k) {
   return false;
 }
 
-static const char *safe_name(ks_arena *a, const char *name) {
-  char *s = ks_arena_strdup(a, name);
-  for (char *p = s; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '_' || *p == '-' || *p == '.'))
-      *p = '_';
-  return s;
-}
-
-const char *ks_winner_path(ks_arena *a, const char *store_dir, const char *kernel) {
-  return ks_arena_printf(a, "%s/winners/%s.cu", store_dir, safe_name(a, kernel));
-}
-
-/* Written to a temporary file and renamed, so a kill never leaves half a
- * winner behind. */
-static const char *write_winner(ks_ctx *ctx, const char *store_dir, const ks_node *best,
-                                const char *kernel, ks_arena *a) {
-  const char *dir = ks_arena_printf(a, "%s/winners", store_dir);
-  if (mkdir(dir, 0777) && errno != EEXIST) {
-    ks_warn(ctx, "cannot create %s: %s", dir, strerror(errno));
+/* The kernel's winner named in the store and exported from it: what the
+ * store holds is what apply reads; the file is a copy for the user. */
+static const char *record_winner(ks_ctx *ctx, const optimize_job *job, long long kernel_id,
+                                 long long variant_id, const char *kernel, ks_arena *a) {
+  if (ks_store_kernel_set_winner(ctx, job->store, kernel_id, variant_id)) {
+    ks_warn(ctx, "%s", ctx->error);
     return NULL;
   }
-  const char *path = ks_winner_path(a, store_dir, kernel);
-  const char *tmp = ks_arena_printf(a, "%s.tmp.%d", path, (int)getpid());
-  ks_variant v = best->variant;
-  const char *text = ks_variant_format(a, &v, best->techniques);
-  FILE *f = fopen(tmp, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f)) {
-    ks_warn(ctx, "cannot write %s: %s", tmp, strerror(errno));
-    unlink(tmp);
+  if (!variant_id)
+    return NULL;
+  ks_winners ws;
+  const char *names[] = {kernel};
+  ks_winners_query q = {.store_dir = job->store_dir, .kernels = names, .nkernels = 1,
+                        .any_device = true};
+  if (ks_winners_load(ctx, &q, a, &ws) || ks_winners_export(ctx, &ws, job->store_dir, a)) {
+    ks_warn(ctx, "%s: the winner is in the store, but its file is not written: %s", kernel,
+            ctx->error);
     return NULL;
   }
-  if (rename(tmp, path)) {
-    ks_warn(ctx, "cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
-    return NULL;
-  }
-  return path;
+  return ks_winner_path(a, job->store_dir, kernel);
 }
 
 /* Compiles every ready kernel's slice with NVRTC (no GPU needed): what a
@@ -217,7 +200,10 @@ static int outcome_from_store(optimize_job *job, kjob *k, const ks_kernel_row *r
   for (size_t i = 0; i < vars.len; i++) {
     const ks_variant_row *v = &vars.items[i];
     o->evaluated += v->evaluated;
-    if (v->evaluated && v->verdict == KS_VERDICT_FAST && v->speedup > o->speedup) {
+    /* The winner the store names (a run from before the column: the
+     * fastest FAST one). */
+    bool may_win = row->winner < 0 || v->id == row->winner;
+    if (may_win && v->evaluated && v->verdict == KS_VERDICT_FAST && v->speedup > o->speedup) {
       o->speedup = v->speedup;
       o->best_ms = v->median_ms;
       o->bw_fraction = v->bw_fraction;
@@ -395,9 +381,10 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *
     o->techniques = r.best->techniques;
     o->verdict = ks_verdict_name(r.best->verdict);
     o->variant_id = r.best->id;
-    o->winner_file = write_winner(ctx, job->store_dir, r.best, k->target.subject.kernel, a);
+    o->winner_file = record_winner(ctx, job, k->store_id, r.best->id, k->target.subject.kernel, a);
   } else {
     o->status = "no faster variant";
+    record_winner(ctx, job, k->store_id, 0, k->target.subject.kernel, a);
   }
   if (*job->interrupted)
     o->status = "interrupted";

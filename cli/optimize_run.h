@@ -43,8 +43,4 @@ typedef struct optimize_job {
 /* Returns the exit status. */
 int optimize_run(optimize_job *job);
 
-/* Where optimize writes a kernel's winner (STORE/winners/NAME.cu, the name
- * made safe for a file name); apply and the launcher read it there. */
-const char *ks_winner_path(ks_arena *a, const char *store_dir, const char *kernel);
-
 #endif

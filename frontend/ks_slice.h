@@ -36,6 +36,9 @@ typedef struct ks_slice {
                                     spelling ("--use_fast_math", "--ftz=true"):
                                     the judge compiles the original and every
                                     variant with them */
+  bool compile_command;          /* the build's command for that file is known
+                                    (compile_commands.json): the judge can
+                                    compile as the build does (nvcc) */
 } ks_slice;
 
 /* Slices `k`, found by `scan` (run with `opts`): re-parses the file that

@@ -352,6 +352,7 @@ static int slice_in(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
   out->file = ks_arena_strdup(arena, path);
   for (size_t i = 0; i < parse.codegen.len; i++)
     *ks_array_push(arena, &out->codegen) = ks_arena_strdup(arena, parse.codegen.items[i]);
+  out->compile_command = parse.compile_command;
   if (!k->is_template &&
       !clang_Cursor_isNull(clang_getSpecializedCursorTemplate(s.kernel_cursor))) {
     const char *args = ks_slice_template_args(&s, s.kernel_cursor);

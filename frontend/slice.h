@@ -135,6 +135,7 @@ typedef struct slice_parse {
   CXTranslationUnit unit;
   ks_strings defines;     /* -D flags among the arguments */
   ks_strings codegen;     /* the file's code-generation options (NVRTC's) */
+  bool compile_command;   /* the build's command for the file is known */
   unsigned user_errors;   /* errors clang found in the user's files */
   unsigned lost_launches; /* of which launches from device code it refused */
 } slice_parse;

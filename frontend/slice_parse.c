@@ -35,7 +35,8 @@ static const char *nearest_with_flags(const ks_scan *scan, const char *path) {
 }
 
 static int file_flags(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
-                      const char *path, ks_arena *arena, ks_strings *out, ks_strings *codegen) {
+                      const char *path, ks_arena *arena, ks_strings *out, ks_strings *codegen,
+                      bool *known) {
   ks_compdb *db = NULL;
   if (opts->build_dir) {
     if (ks_compdb_open(ctx, opts->build_dir, &db))
@@ -52,10 +53,10 @@ static int file_flags(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *s
     const char *near = nearest_with_flags(scan, path);
     if (near) {
       ks_compdb_flags(db, arena, near, out);
-      ks_compdb_codegen(db, arena, near, codegen);
+      *known = ks_compdb_codegen(db, arena, near, codegen);
     }
   } else if (db) {
-    ks_compdb_codegen(db, arena, path, codegen);
+    *known = ks_compdb_codegen(db, arena, path, codegen);
   }
   ks_compdb_close(db);
   return 0;
@@ -94,7 +95,7 @@ int ks_slice_parse(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan
   }
   out->have_workdir = true;
   if (ks_clang_env_init(ctx, out->workdir, &out->env) ||
-      file_flags(ctx, opts, scan, path, arena, &flags, &out->codegen)) {
+      file_flags(ctx, opts, scan, path, arena, &flags, &out->codegen, &out->compile_command)) {
     rc = -1;
     goto out;
   }

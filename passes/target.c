@@ -53,6 +53,7 @@ static void fill_subject(ks_target *t) {
   t->subject.name_expression = t->slice.name_expressions.items[0];
   t->subject.options = (const char *const *)t->slice.codegen.items;
   t->subject.noptions = t->slice.codegen.len;
+  t->subject.build_known = t->slice.compile_command;
   t->subject.workloads = t->workloads;
   t->subject.nworkloads = t->nworkloads;
 }

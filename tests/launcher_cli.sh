@@ -59,14 +59,29 @@ printf 'int f(int x) { return 2 * x; }\n' >"$tmp/f.c"
 (cd "$tmp" && gcc -O2 -c f.c -o f1.o && "$bin" "$(command -v gcc)" -O2 -c f.c -o f2.o)
 check "a C compile passes through, byte-identical" cmp -s "$tmp/f1.o" "$tmp/f2.o"
 
-# A broken winner file: a warning, and the plain compile.
+# The winner files are an export: an edited one changes nothing, the store
+# is what the launcher reads.
 cp "$repo/.kernelsmith/winners/saxpy_kernel.cu" "$tmp/w.cu"
 echo '/* kernelsmith-variant: launch grid = */' >"$repo/.kernelsmith/winners/saxpy_kernel.cu"
+cc "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/fw.o" 2>"$tmp/e3w"
+check "a broken winner file: still rewritten from the store" grep -q "ks_site.take(" "$tmp/b/fw.o.ks.cu"
+check "... no warning" test ! -s "$tmp/e3w"
+cp "$tmp/w.cu" "$repo/.kernelsmith/winners/saxpy_kernel.cu"
+# A store edited by hand (a variant that no longer matches its hash): a
+# warning that says why, and the plain compile.
+cp "$repo/.kernelsmith/kernelsmith.db" "$tmp/db.bak"
+python3 - "$repo/.kernelsmith/kernelsmith.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE variants SET source = source || '// edited' WHERE id IN (SELECT winner FROM kernels)")
+db.commit()
+PY
 cc "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu -o "$tmp/b/fb.o" 2>"$tmp/e3"
 check "a problem inside the tool: exit 0" [ $? -eq 0 ]
-check "... one warning" grep -q "compiled as written" "$tmp/e3"
+check "... one warning, with the reason" grep -q "compiled as written: .*does not match its hash" "$tmp/e3"
 check "... no copy" test ! -e "$tmp/b/fb.o.ks.cu"
-cp "$tmp/w.cu" "$repo/.kernelsmith/winners/saxpy_kernel.cu"
+cp "$tmp/db.bak" "$repo/.kernelsmith/kernelsmith.db"
+rm -f "$repo/.kernelsmith/kernelsmith.db-wal" "$repo/.kernelsmith/kernelsmith.db-shm"
 
 # The user's own error: the compiler's exit code.
 echo 'void broken( {' >>"$repo/saxpy/saxpy.cu"
