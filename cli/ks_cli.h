@@ -35,6 +35,7 @@ extern const ks_command ks_cmd_stats;
 extern const ks_command ks_cmd_export;
 extern const ks_command ks_cmd_profile;
 extern const ks_command ks_cmd_replay;
+extern const ks_command ks_cmd_verify;
 
 /* Prints "<prog> <cmd>: <message>" and a hint to use --help; returns
  * KS_EXIT_USAGE. */

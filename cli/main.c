@@ -18,6 +18,7 @@ static const ks_command *const commands[] = {
     &ks_cmd_status,
     &ks_cmd_apply,
     &ks_cmd_revert,
+    &ks_cmd_verify,
     &ks_cmd_stats,
     &ks_cmd_export,
     &ks_cmd_scan,
