@@ -27,6 +27,7 @@
 #include "ks_store.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
+#include "ks_verify.h"
 #include "ks_winners.h"
 
 static const char usage[] =
@@ -48,6 +49,9 @@ static const char usage[] =
     "options:\n"
     "  -k, --kernel NAME    only this kernel (repeat for more)\n"
     "      --min-speedup X  only winners at least X times faster (default 1.0)\n"
+    "      --from-verify FILE  leave out the winners that 'kernelsmith-cc verify'\n"
+    "                       found not faster inside the program (its JSON report,\n"
+    "                       .kernelsmith/verify.json by default there)\n"
     "      --variant FILE   apply this variant of the one --kernel instead of a\n"
     "                       stored winner, once the judge calls it FAST on this\n"
     "                       GPU (as 'check --variant' does)\n"
@@ -177,9 +181,16 @@ static void fixes_add(ks_buf *y, const char *file, const ks_emit_edits *edits) {
 
 /* The winners of the newest run (passes/ks_winners.h), resolved against
  * the scan; each one that cannot be applied is said, in one line. */
+static bool named(const ks_strings *names, const char *name) {
+  for (size_t i = 0; names && i < names->len; i++)
+    if (!strcmp(names->items[i], name))
+      return true;
+  return false;
+}
+
 static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_scan *scan,
                          const char *const *names, size_t nnames, double min_speedup,
-                         winners *wins, int *arch) {
+                         const ks_strings *not_faster, winners *wins, int *arch) {
   ks_winners ws;
   ks_winners_query q = {.store_dir = dir, .scan = scan, .kernels = names, .nkernels = nnames,
                         .min_speedup = min_speedup};
@@ -190,6 +201,8 @@ static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_sca
     const ks_winner *w = &ws.items.items[i];
     if (w->skip)
       ks_warn(ctx, "%s: not applied: %s", w->name, w->skip);
+    else if (named(not_faster, w->name))
+      ks_warn(ctx, "%s: not applied: verify found it not faster inside the program", w->name);
     else
       *ks_array_push(a, wins) = *w;
   }
@@ -256,8 +269,9 @@ out:
 }
 
 static int run_apply(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_MIN = 300, OPT_WRITE, OPT_STORE, OPT_FIXES, OPT_VARIANT };
+  enum { OPT_MIN = 300, OPT_WRITE, OPT_STORE, OPT_FIXES, OPT_VARIANT, OPT_FROM_VERIFY };
   static const struct option opts[] = {{"kernel", required_argument, NULL, 'k'},
+                                       {"from-verify", required_argument, NULL, OPT_FROM_VERIFY},
                                        {"min-speedup", required_argument, NULL, OPT_MIN},
                                        {"write", no_argument, NULL, OPT_WRITE},
                                        {"store", required_argument, NULL, OPT_STORE},
@@ -273,7 +287,7 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   size_t nnames = 0;
   double min_speedup = 1.0;
   bool write = false;
-  const char *dir = NULL, *fixes_path = NULL, *variant_file = NULL;
+  const char *dir = NULL, *fixes_path = NULL, *variant_file = NULL, *from_verify = NULL;
   ks_buf fixes_buf = KS_BUF_INIT;
   ks_buf *fixes = NULL;
   int c, rc = KS_EXIT_OK;
@@ -307,6 +321,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     case OPT_VARIANT:
       variant_file = optarg;
       break;
+    case OPT_FROM_VERIFY:
+      from_verify = optarg;
+      break;
     case OPT_FIXES:
       fixes_path = optarg;
       fixes = &fixes_buf;
@@ -330,6 +347,9 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
 
   if (!dir)
     dir = ks_store_default_dir(&a);
+  ks_strings not_faster = {0};
+  if (from_verify && ks_verify_not_faster(ctx, from_verify, &a, &not_faster))
+    goto fail;
   if (ks_scan_run(ctx, &src.scan, &scan))
     goto fail;
   scanned = true;
@@ -337,7 +357,8 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   int arch = 0;
   if (variant_file ? judge_variant(ctx, &a, &src, &scan, names[0], variant_file, min_speedup,
                                    &wins, &arch)
-                   : store_winners(ctx, &a, dir, &scan, names, nnames, min_speedup, &wins, &arch))
+                   : store_winners(ctx, &a, dir, &scan, names, nnames, min_speedup, &not_faster,
+                                   &wins, &arch))
     goto fail;
   if (!wins.len)
     goto out;

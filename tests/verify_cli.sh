@@ -146,6 +146,14 @@ assert m["cause"] in ("a different launch", "warm cache", "a different size", "u
 PY
 check "ks_verify_not_faster: gelu and softmax" \
   [ "$("$test_verify" --not-faster "$repo/.kernelsmith/verify.json")" = "$(printf 'gelu_forward_kernel\nsoftmax_rows_kernel')" ]
+(cd "$repo" && "$bin" apply --from-verify "$repo/.kernelsmith/verify.json" >"$tmp/fv.patch" 2>"$tmp/fv.err")
+check "apply --from-verify: exit 0" [ $? -eq 0 ]
+check "... saxpy applied" grep -q "saxpy_kernel_ks" "$tmp/fv.patch"
+check "... gelu and softmax left out, said" sh -c "grep -q 'gelu_forward_kernel: not applied: verify found it not faster' '$tmp/fv.err' && grep -q 'softmax_rows_kernel: not applied: verify found it not faster' '$tmp/fv.err' && ! grep -q 'gelu_forward_kernel_ks\|softmax_rows_kernel_ks' '$tmp/fv.patch'"
+echo '{"schema": "kernelsmith-cc.verify", "kernels": [{"kernel": 3}]}' >"$tmp/bad.json"
+(cd "$repo" && "$bin" apply --from-verify "$tmp/bad.json" >/dev/null 2>"$tmp/fvbad.err")
+check "apply --from-verify a bad report: exit 1" [ $? -eq 1 ]
+check "... one line naming the file" sh -c "grep -q 'bad.json' '$tmp/fvbad.err' && [ \$(wc -l <'$tmp/fvbad.err') -eq 1 ]"
 
 # 2. --json: the report alone on stdout; -o elsewhere; --repeat 2 doubles
 #    the totals and alternates the runs.
