@@ -17,7 +17,8 @@ bins=($build/cli/kernelsmith-cc $build/tests/test_support $build/tests/test_scan
       $build/backend/kernelsmith-worker $build/tests/test_wire $build/tests/test_worker_gpu
       $build/tests/test_compile $build/tests/test_expr $build/tests/test_spec
       $build/bench/compile/compile_bench)
-for t in test_slice test_kast test_store test_search test_rules test_runtime_header; do
+for t in test_slice test_kast test_store test_search test_rules test_runtime_header test_emit \
+         test_footprint test_verify; do
   [ -x $build/tests/$t ] && bins+=($build/tests/$t)
 done
 cp "${bins[@]}" "$stage/bin/"
