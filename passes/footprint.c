@@ -638,54 +638,25 @@ static void setup_params(fp_state *st) {
     st->launch[d] = fp_sym(st, launch[d], 1000 + d, 1);
 }
 
-/* A call inside a macro: the object of a member call has no node and its
- * callee's text is the macro's invocation. The expansion says whether it
- * is one (`q->add(` ...); its text then holds the names it may use. */
-static const char *macro_member_call(fp_state *st, const ks_anode *call) {
-  if (call->kind != KS_AK_CALL || !call->from_macro)
-    return NULL;
-  const ks_anode *top = call;
-  while (top->parent && top->parent->from_macro && top->parent->begin == call->begin &&
-         top->parent->end == call->end)
-    top = top->parent;
-  const char *invocation = ks_anode_text(st->arena, st->k, top);
-  const char *keep = st->why;
-  const char *x = fp_expand(st, invocation);
-  st->why = keep;
-  if (!x)
-    return invocation; /* not known: as if it were one */
-  const char *name = ks_rt_callee(st->arena, call);
-  if (strstr(x, ks_arena_printf(st->arena, ". %s (", name)) ||
-      strstr(x, ks_arena_printf(st->arena, "-> %s (", name)))
-    return x;
-  return NULL;
-}
-
-/* Uses the tree does not show, or control flow the walk does not model. */
+/* Control flow the walk does not model, uses the tree does not show
+ * (footprint_hidden.c), pointers changed. */
 static void precheck(fp_state *st) {
   ks_rt_nodes all = ks_rt_collect(st->arena, st->k->body);
+  bool jumps = false;
   for (size_t i = 0; i < all.len; i++) {
     const ks_anode *n = all.items[i];
-    bool jumps = is_kind(n, "GotoStmt") || is_kind(n, "IndirectGotoStmt") || is_kind(n, "LabelStmt");
-    const char *callee = n->from_macro ? macro_member_call(st, n) : fp_member_callee(st, n);
-    for (size_t j = 0; j < st->nparams; j++) {
-      fp_param *p = &st->params[j];
-      if (!p->pointer)
-        continue;
-      if (jumps)
-        fail_param(p, "the kernel uses goto");
-      const char *shown = n->from_macro ? fp_text(st, n) : callee;
-      if (callee && p->decl->name && ks_rt_has_identifier(callee, p->decl->name))
-        fail_param(p, ks_arena_printf(st->arena, "it is used in the member call '%s'", shown));
-      for (size_t a = 0; callee && a < st->aliases.len; a++)
-        if (st->aliases.items[a].root == p &&
-            ks_rt_has_identifier(callee, st->aliases.items[a].var->name))
-          fail_param(p, ks_arena_printf(st->arena, "it is used in the member call '%s'", shown));
-    }
+    jumps |= is_kind(n, "GotoStmt") || is_kind(n, "IndirectGotoStmt") || is_kind(n, "LabelStmt");
   }
-  for (size_t j = 0; j < st->nparams; j++)
-    if (st->params[j].pointer && fp_modified(st, st->k->body, st->params[j].decl))
-      fail_param(&st->params[j], "it is reassigned in the kernel");
+  for (size_t j = 0; j < st->nparams; j++) {
+    fp_param *p = &st->params[j];
+    if (!p->pointer)
+      continue;
+    if (jumps)
+      fail_param(p, "the kernel uses goto");
+    if (fp_modified(st, st->k->body, p->decl))
+      fail_param(p, "it is reassigned in the kernel");
+  }
+  fp_hidden_uses(st);
 }
 
 /* A reason for a one-line message: whitespace runs made one space, at

@@ -12,6 +12,7 @@
  *   footprint_eval.c   ranges of integer expressions, conditions as facts
  *   footprint_loop.c   the facts of `for` loops
  *   footprint_change.c what may change a variable, and calls' arguments
+ *   footprint_hidden.c uses of a pointer the tree does not show
  *   footprint.c        the uses of each pointer, the walk over statements,
  *                      the result
  *
@@ -256,6 +257,12 @@ void fp_for_facts(fp_state *st, const ks_anode *loop, const fp_fact *env, const 
                   const fp_fact **in_body);
 /* `f` is one of the facts of `chain`. */
 bool fp_in_chain(const fp_fact *chain, const fp_fact *f);
+
+/* footprint_hidden.c */
+/* Fails the pointers whose uses the tree may not show all of: member calls'
+ * objects, statements clang dropped, names the text has more often than
+ * the tree. */
+void fp_hidden_uses(fp_state *st);
 
 /* footprint_change.c */
 /* `decl` may change below `root`: assigned, incremented, its address taken,

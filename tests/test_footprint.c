@@ -973,6 +973,15 @@ static void hidden_uses(void **state) {
                        "}\n",
                        "k");
   has_none(&g, "a", "goto");
+  /* A launch from device code: clang leaves the statement out of the tree,
+   * so `data` would look unused. */
+  ks_footprints h = of("__global__ void child(int *d) { d[threadIdx.x] = 0; }\n"
+                       "__global__ void parent(int *data, int *flag) {\n"
+                       "  if (threadIdx.x == 0) child<<<1, 32>>>(data);\n"
+                       "  flag[0] = 1;\n"
+                       "}\n",
+                       "parent");
+  has_none(&h, "data", "launches kernels");
 }
 
 static void templates(void **state) {
@@ -1243,6 +1252,15 @@ static void apps_through_slices(void **state) {
   has_extent(f, "y", "num_rows");
 }
 
+/* The rules' corpus: no extent is asserted, each kernel must only be
+ * analysed without failing (and without sanitizer reports). */
+static void rules_corpus(void **state) {
+  (void)state;
+  static corpus_result r[64];
+  size_t n = run_corpus(ks_testdata("rules"), r, 64);
+  assert_true(n >= 8);
+}
+
 static void legacy_when_present(void **state) {
   (void)state;
   const char *dir = ks_testdata("legacy");
@@ -1315,6 +1333,7 @@ int main(void) {
       cmocka_unit_test(named_constants_that_do_not_fit),
       cmocka_unit_test(apps_through_slices),
       cmocka_unit_test(legacy_when_present),
+      cmocka_unit_test(rules_corpus),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
