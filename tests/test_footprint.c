@@ -8,9 +8,12 @@
  * with symbols is also evaluated with ks_expr for several sizes and launch
  * shapes and compared with the true largest index + 1, computed by running
  * the kernel's index logic here in C: never smaller, and equal where the
- * kernel's guard is the bound. Last, every kernel of testdata/apps (and of
- * testdata/legacy when present) goes through its slice, as the store keeps
- * it, and the table is printed. */
+ * kernel's guard is the bound. Kernels built to be refused (hidden uses,
+ * changes through references, macros and asm, wrapping unsigned loops)
+ * must be. Last, every kernel of testdata/apps (and of testdata/legacy when
+ * present, and of testdata/rules) goes through its slice, as the store
+ * keeps it, and the table is printed; the apps' obvious extents are
+ * asserted. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
