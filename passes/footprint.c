@@ -693,7 +693,6 @@ int ks_footprints_of(ks_ctx *ctx, const ks_kast *kast, ks_arena *arena, ks_footp
   /* The facts start with a root, so that a definition's facts are never
    * the empty list (an empty `cut` means no restriction). */
   walk(&st, kast->body, fp_push(&st, NULL, (fp_fact){.kind = FP_FACT_SYM_LO}));
-  fp_consts_release(&st);
   ks_ctx scratch;
   ks_ctx_init(&scratch, "footprint");
   for (size_t i = 0; i < st.nparams; i++) {
@@ -714,8 +713,11 @@ int ks_footprints_of(ks_ctx *ctx, const ks_kast *kast, ks_arena *arena, ks_footp
     }
     f->extent = extent;
     f->why = extent ? NULL : one_line(arena, p->why ? p->why : "not proved");
+    if (!extent)
+      f->read = f->written = true; /* a use not understood may do either */
   }
   ks_ctx_release(&scratch);
+  fp_consts_release(&st);
   return 0;
 }
 

@@ -49,7 +49,8 @@ typedef struct ks_footprint {
   const char *why;    /* extent NULL: a short clause saying why ("its index
                          depends on 'col[k]', read from memory"); else NULL */
   bool read, written; /* how the kernel may use it (an element passed to a
-                         device function counts as both) */
+                         device function counts as both; a pointer whose
+                         extent is not proved: both) */
 } ks_footprint;
 
 typedef KS_ARRAY(ks_footprint) ks_footprints;
