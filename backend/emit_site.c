@@ -264,7 +264,7 @@ static int translate(site_ctx *c, const char *p, const char *end, ks_buf *out) {
       continue;
     }
     if (call && in_list(functions, sizeof functions / sizeof *functions, p, len)) {
-      ks_buf_addf(out, "ksrt::%.*s", (int)len, p);
+      ks_buf_addf(out, "(ksrt::%.*s)", (int)len, p);
     } else if (in_list(keep, sizeof keep / sizeof *keep, p, len)) {
       ks_buf_add(out, p, len);
     } else if (!c->size_vars && (text = dim_of(c, p, len))) {
@@ -371,11 +371,11 @@ static const char *shadow_outputs(site_ctx *c) {
       atol = c->spec->atol >= 0 ? c->spec->atol : da;
     if (rtol < 0)
       rtol = c->spec->rtol >= 0 ? c->spec->rtol : dr;
-    const char *kind = t == KS_DT_F32    ? "F32"
-                       : t == KS_DT_F64  ? "F64"
-                       : t == KS_DT_F16  ? "F16"
-                       : t == KS_DT_BF16 ? "BF16"
-                                         : "BYTES";
+    const char *kind = t == KS_DT_F32    ? "kind_f32"
+                       : t == KS_DT_F64  ? "kind_f64"
+                       : t == KS_DT_F16  ? "kind_f16"
+                       : t == KS_DT_BF16 ? "kind_bf16"
+                                         : "kind_bytes";
     ks_buf_addf(&b, "%s{(void *)(%s), (%s) * sizeof(*(%s)), ksrt::output::%s, %.9g, %.9g}",
                 n++ ? ", " : "", arg, len.data, arg, kind, atol, rtol);
     ks_buf_release(&len);

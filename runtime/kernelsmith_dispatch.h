@@ -55,6 +55,20 @@
 #define KSRT_VERSION_MAJOR 0
 #define KSRT_VERSION_MINOR 4
 
+/* The user's macros are in force where this header is included (after the
+ * file's own includes): its names are lower case or prefixed, and the
+ * function-like macros code often defines (min, max, abs, log2) are set
+ * aside while it is read (the standard headers it includes among it). A patched site calls these through
+ * parentheses, (ksrt::min)(a, b), out of such a macro's reach. */
+#pragma push_macro("min")
+#pragma push_macro("max")
+#pragma push_macro("abs")
+#pragma push_macro("log2")
+#undef min
+#undef max
+#undef abs
+#undef log2
+
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -68,6 +82,7 @@
 #include <vector>
 
 #include <cuda_runtime_api.h>
+
 
 namespace ksrt {
 
@@ -127,29 +142,29 @@ inline bool verify_on() {
 
 /* ---- guard helpers: the functions a `requires` guard may call ------------- */
 
-template <typename A, typename B> inline auto ceil_div(A a, B b) -> decltype(a / b) {
+template <typename KsA, typename KsB> inline auto ceil_div(KsA a, KsB b) -> decltype(a / b) {
   return b ? (a + b - 1) / b : 0;
 }
-template <typename A, typename B> inline auto min(A a, B b) -> decltype(a + b) {
+template <typename KsA, typename KsB> inline auto min(KsA a, KsB b) -> decltype(a + b) {
   return a < b ? a : b;
 }
-template <typename A, typename B> inline auto max(A a, B b) -> decltype(a + b) {
+template <typename KsA, typename KsB> inline auto max(KsA a, KsB b) -> decltype(a + b) {
   return a < b ? b : a;
 }
-template <typename A> inline bool is_pow2(A a) { return a > 0 && (a & (a - 1)) == 0; }
-template <typename A, typename B> inline auto round_up(A a, B b) -> decltype(a / b * b) {
+template <typename KsA> inline bool is_pow2(KsA a) { return a > 0 && (a & (a - 1)) == 0; }
+template <typename KsA, typename KsB> inline auto round_up(KsA a, KsB b) -> decltype(a / b * b) {
   return ceil_div(a, b) * b;
 }
 /* Integer log2, rounded down; 0 for values below 2. */
-template <typename A> inline A log2(A a) {
-  A r = 0;
+template <typename KsA> inline KsA log2(KsA a) {
+  KsA r = 0;
   while (a > 1) {
     a /= 2;
     r++;
   }
   return r;
 }
-template <typename A> inline A abs(A a) { return a < 0 ? -a : a; }
+template <typename KsA> inline KsA abs(KsA a) { return a < 0 ? -a : a; }
 inline bool aligned(const volatile void *p, std::size_t bytes) {
   return bytes && reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
@@ -163,8 +178,8 @@ constexpr std::size_t unknown = static_cast<std::size_t>(-1);
  * a length computed at the site from the spec or from the kernel's own
  * bounds may come out negative (a size of 0 or less) or too large to
  * count in bytes; both are unknown, never a wrapped number. */
-template <typename N> inline std::size_t bytes_of(N elements, std::size_t size) {
-  static_assert(std::is_integral<N>::value, "a buffer length is an integer");
+template <typename KsN> inline std::size_t bytes_of(KsN elements, std::size_t size) {
+  static_assert(std::is_integral<KsN>::value, "a buffer length is an integer");
   if (elements < 0 || size == 0)
     return unknown;
   const unsigned long long n = static_cast<unsigned long long>(elements);
@@ -194,12 +209,12 @@ typedef std::conditional<sizeof(void *) == 8, unsigned long long, unsigned int>:
 typedef int(KSRT_DRIVER_API *pointer_query_fn)(unsigned int nattrs, int *attrs, void **data,
                                                deviceptr ptr);
 enum {
-  ATTR_BUFFER_ID = 7,    /* unsigned long long */
-  ATTR_IS_MANAGED = 8,   /* a boolean */
-  ATTR_LEGACY_IPC = 10,  /* a boolean: cudaMalloc / cuMemAlloc memory */
-  ATTR_RANGE_START = 11, /* CUdeviceptr */
-  ATTR_RANGE_SIZE = 12,  /* size_t */
-  ATTR_MEMPOOL = 17      /* CUmemoryPool: cudaMallocAsync memory */
+  attr_buffer_id = 7,    /* unsigned long long */
+  attr_is_managed = 8,   /* a boolean */
+  attr_legacy_ipc = 10,  /* a boolean: cudaMalloc / cuMemAlloc memory */
+  attr_range_start = 11, /* CUdeviceptr */
+  attr_range_size = 12,  /* size_t */
+  attr_mempool = 17      /* CUmemoryPool: cudaMallocAsync memory */
 };
 
 /* The driver's cuPointerGetAttributes, resolved once per process through
@@ -288,8 +303,8 @@ inline bool allocation_of(std::uintptr_t a, allocation *out) {
     fn = driver_pointer_query();
   if (!fn || !a)
     return false;
-  int attrs[6] = {ATTR_BUFFER_ID, ATTR_RANGE_START, ATTR_RANGE_SIZE,
-                  ATTR_IS_MANAGED, ATTR_LEGACY_IPC, ATTR_MEMPOOL};
+  int attrs[6] = {attr_buffer_id, attr_range_start, attr_range_size,
+                  attr_is_managed, attr_legacy_ipc, attr_mempool};
   /* booleans and handles land in zeroed 8-byte words, whatever width the
    * driver writes */
   unsigned long long id = 0, managed = 0, legacy_ipc = 0, pool = 0;
@@ -385,7 +400,7 @@ inline bool disjoint(const volatile void *p, std::size_t pbytes, const volatile 
  * either pointer may be the witness. Slots from SLOTS on are not cached. */
 class alias_cache {
 public:
-  enum { SLOTS = 8, RECHECK = 64 };
+  enum { slots = 8, recheck = 64 };
 
   bool disjoint(unsigned slot, const volatile void *p, std::size_t pbytes,
                 const volatile void *q, std::size_t qbytes) {
@@ -395,29 +410,29 @@ public:
       return true;
     if (pbytes != unknown && qbytes != unknown)
       return false;
-    if (slot >= SLOTS)
+    if (slot >= slots)
       return detail::in_different_allocations(a, b);
     return slots_[slot].answer(a, b);
   }
 
 private:
-  enum { EMPTY, APART, NOT_APART };
+  enum { slot_empty, slot_apart, slot_not_apart };
   struct entry {
     std::uintptr_t p = 0, q = 0;   /* the pointers of the remembered answer */
     detail::allocation witness{};  /* APART: the allocation of p, or of q when witness_q */
     unsigned wait = 0;             /* NOT_APART: launches left before asking again */
-    unsigned char state = EMPTY;
+    unsigned char state = slot_empty;
     bool witness_q = false;
 
     bool answer(std::uintptr_t a, std::uintptr_t b) {
-      const bool again = state != EMPTY && p == a && q == b;
-      if (again && state == NOT_APART && wait > 0) {
+      const bool again = state != slot_empty && p == a && q == b;
+      if (again && state == slot_not_apart && wait > 0) {
         wait--;
         return false;
       }
       detail::allocation pa{}, qa{};
       bool known, flip = false;
-      if (again && state == APART) {
+      if (again && state == slot_apart) {
         detail::allocation &now = witness_q ? qa : pa;
         if (!detail::allocation_of(witness_q ? b : a, &now))
           return not_apart(a, b);
@@ -434,23 +449,23 @@ private:
       witness = witness_q ? qa : pa;
       p = a;
       q = b;
-      state = APART;
+      state = slot_apart;
       return true;
     }
     bool not_apart(std::uintptr_t a, std::uintptr_t b) {
       p = a;
       q = b;
-      state = NOT_APART;
-      wait = RECHECK - 1;
+      state = slot_not_apart;
+      wait = recheck - 1;
       return false;
     }
   };
-  entry slots_[SLOTS];
+  entry slots_[slots];
 };
 
 /* ---- the device's architecture, cached per device ------------------------ */
 
-enum { MAX_DEVICES = 64 };
+enum { max_devices = 64 };
 
 /* 10 * major + minor of device `dev`; 0 when it cannot be queried (the
  * error is cleared). */
@@ -467,13 +482,13 @@ inline int arch_of(int dev) {
 /* 10 * major + minor of the current device; 0 when there is no usable
  * device (the error is cleared). */
 inline int current_arch() {
-  static std::atomic<int> cache[MAX_DEVICES];
+  static std::atomic<int> cache[max_devices];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
-  if (dev < 0 || dev >= MAX_DEVICES)
+  if (dev < 0 || dev >= max_devices)
     return 0;
   int arch = cache[dev].load(std::memory_order_relaxed);
   if (arch)
@@ -490,7 +505,7 @@ inline int current_arch() {
 inline int uniform_arch() {
   static const int value = [] {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || n > MAX_DEVICES) {
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || n > max_devices) {
       (void)cudaGetLastError();
       return 0;
     }
@@ -508,12 +523,12 @@ inline int uniform_arch() {
 
 /* ---- launch sites ---------------------------------------------------------- */
 
-enum path { VARIANT, OFF, OTHER_ARCH, GUARDS, NO_DEVICE, NPATHS };
+enum path { path_variant, path_off, path_other_arch, path_guards, path_no_device, npaths };
 
 inline const char *path_name(int p) {
-  static const char *const names[NPATHS] = {"variant", "off", "other architecture",
+  static const char *const names[npaths] = {"variant", "off", "other architecture",
                                             "guards failed", "no device"};
-  return p >= 0 && p < NPATHS ? names[p] : "?";
+  return p >= 0 && p < npaths ? names[p] : "?";
 }
 
 class site;
@@ -530,11 +545,11 @@ struct registry {
 
 class site {
 public:
-  enum { MAX_ARCHS = 8 };
+  enum { max_archs = 8 };
   site(const char *kernel, const char *where, std::initializer_list<int> archs)
       : kernel_(kernel), where_(where) {
     for (int a : archs)
-      if (narchs_ < MAX_ARCHS)
+      if (narchs_ < max_archs)
         archs_[narchs_++] = a;
     for (auto &c : counts_)
       c.store(0, std::memory_order_relaxed);
@@ -553,7 +568,7 @@ public:
   bool take(bool guards_hold) {
     const int p = decide(guards_hold);
     counts_[p].fetch_add(1, std::memory_order_relaxed);
-    return p == VARIANT;
+    return p == path_variant;
   }
 
   unsigned long long count(int p) const { return counts_[p].load(std::memory_order_relaxed); }
@@ -564,9 +579,9 @@ public:
   std::vector<char> stats_line() const {
     std::vector<char> line(256 + std::strlen(kernel_) + std::strlen(where_));
     int n = std::snprintf(line.data(), line.size(), "kernelsmith: %s at %s:", kernel_, where_);
-    for (int p = 0; p < NPATHS && n >= 0 && static_cast<std::size_t>(n) < line.size(); p++)
+    for (int p = 0; p < npaths && n >= 0 && static_cast<std::size_t>(n) < line.size(); p++)
       n += std::snprintf(line.data() + n, line.size() - n, " %s %llu%s", path_name(p), count(p),
-                         p + 1 < NPATHS ? "," : "\n");
+                         p + 1 < npaths ? "," : "\n");
     line.resize(n >= 0 && static_cast<std::size_t>(n) < line.size() ? n : 0);
     return line;
   }
@@ -607,14 +622,14 @@ private:
   /* What does not change during the process, settled at the first launch:
    * OFF or OTHER_ARCH for good, READY (only the guards are left to check)
    * or PER_LAUNCH (devices of several architectures: ask each time). */
-  enum { UNSETTLED = -1, READY = NPATHS, PER_LAUNCH };
+  enum { unsettled = -1, ready = npaths, per_launch };
   int settle() const {
     if (list_names(disabled_list(), kernel_))
-      return OFF;
+      return path_off;
     const int arch = uniform_arch();
     if (!arch)
-      return PER_LAUNCH;
-    return knows(arch) ? static_cast<int>(READY) : static_cast<int>(OTHER_ARCH);
+      return per_launch;
+    return knows(arch) ? static_cast<int>(ready) : static_cast<int>(path_other_arch);
   }
   bool knows(int arch) const {
     bool known = false;
@@ -625,32 +640,32 @@ private:
   int decide(bool guards_hold) const {
 #ifdef KERNELSMITH_DISABLE
     (void)guards_hold;
-    return OFF;
+    return path_off;
 #else
     int s = settled_.load(std::memory_order_relaxed);
-    if (s == UNSETTLED) {
+    if (s == unsettled) {
       s = settle(); /* threads racing here compute the same answer */
       settled_.store(s, std::memory_order_relaxed);
     }
-    if (s == READY)
-      return guards_hold ? VARIANT : GUARDS;
-    if (s != PER_LAUNCH)
+    if (s == ready)
+      return guards_hold ? path_variant : path_guards;
+    if (s != per_launch)
       return s;
     const int arch = current_arch();
     if (!arch)
-      return NO_DEVICE;
+      return path_no_device;
     if (!knows(arch))
-      return OTHER_ARCH;
-    return guards_hold ? VARIANT : GUARDS;
+      return path_other_arch;
+    return guards_hold ? path_variant : path_guards;
 #endif
   }
 
   const char *kernel_;
   const char *where_;
-  int archs_[MAX_ARCHS] = {0};
+  int archs_[max_archs] = {0};
   int narchs_ = 0;
-  mutable std::atomic<int> settled_{UNSETTLED};
-  std::atomic<unsigned long long> counts_[NPATHS];
+  mutable std::atomic<int> settled_{unsettled};
+  std::atomic<unsigned long long> counts_[npaths];
 };
 
 /* ---- shadow mode (KERNELSMITH_VERIFY=1) ----------------------------------- */
@@ -659,7 +674,14 @@ private:
 struct output {
   void *ptr;
   std::size_t bytes;
-  enum kind_t { BYTES, F32, F64, F16, BF16 } kind;
+  enum kind_t {
+    kind_bytes, kind_f32, kind_f64, kind_f16, kind_bf16
+#if !defined(BYTES) && !defined(F32) && !defined(F64) && !defined(F16) && !defined(BF16)
+    /* The names sites patched before version 0.4 use, where no macro of
+     * the user's takes them. */
+    , BYTES = kind_bytes, F32 = kind_f32, F64 = kind_f64, F16 = kind_f16, BF16 = kind_bf16
+#endif
+  } kind;
   double atol, rtol;
 };
 
@@ -690,27 +712,27 @@ inline bool close_enough(double want, double got, double atol, double rtol) {
  * elements that differ, `*first` is the first. */
 inline void compare_output(const output &o, const unsigned char *want, const unsigned char *got,
                            std::size_t *bad, std::size_t *first) {
-  std::size_t es = o.kind == output::F32 ? 4
-                   : o.kind == output::F64 ? 8
-                   : o.kind == output::F16 || o.kind == output::BF16 ? 2
+  std::size_t es = o.kind == output::kind_f32 ? 4
+                   : o.kind == output::kind_f64 ? 8
+                   : o.kind == output::kind_f16 || o.kind == output::kind_bf16 ? 2
                                                                       : 1;
   for (std::size_t e = 0; e < o.bytes / es; e++) {
     bool ok;
-    if (o.kind == output::F32) {
+    if (o.kind == output::kind_f32) {
       float a, b;
       std::memcpy(&a, want + 4 * e, 4);
       std::memcpy(&b, got + 4 * e, 4);
       ok = close_enough(a, b, o.atol, o.rtol);
-    } else if (o.kind == output::F64) {
+    } else if (o.kind == output::kind_f64) {
       double a, b;
       std::memcpy(&a, want + 8 * e, 8);
       std::memcpy(&b, got + 8 * e, 8);
       ok = close_enough(a, b, o.atol, o.rtol);
-    } else if (o.kind == output::F16 || o.kind == output::BF16) {
+    } else if (o.kind == output::kind_f16 || o.kind == output::kind_bf16) {
       std::uint16_t a, b;
       std::memcpy(&a, want + 2 * e, 2);
       std::memcpy(&b, got + 2 * e, 2);
-      ok = o.kind == output::F16
+      ok = o.kind == output::kind_f16
                ? close_enough(half_bits_to_float(a), half_bits_to_float(b), o.atol, o.rtol)
                : close_enough(bf16_bits_to_float(a), bf16_bits_to_float(b), o.atol, o.rtol);
     } else {
@@ -817,5 +839,10 @@ inline bool ksrt_enabled(const char *kernel) {
   return !ksrt::list_names(ksrt::disabled_list(), kernel);
 #endif
 }
+
+#pragma pop_macro("log2")
+#pragma pop_macro("abs")
+#pragma pop_macro("max")
+#pragma pop_macro("min")
 
 #endif

@@ -69,7 +69,7 @@ static void expressions(void **state) {
   (void)state;
   assert_string_equal(expr("grid_x * block_x >= count"),
                       "dim3((len + 255) / 256).x * dim3(256).x >= (len)");
-  assert_string_equal(expr("ceil_div(grid_x, 4)"), "ksrt::ceil_div(dim3((len + 255) / 256).x, 4)");
+  assert_string_equal(expr("ceil_div(grid_x, 4)"), "(ksrt::ceil_div)(dim3((len + 255) / 256).x, 4)");
   assert_string_equal(expr("aligned(y, 16)"), "ksrt::aligned((d_y), 16)");
   assert_string_equal(expr("ks_aligned(x, 4 * sizeof(float))"),
                       "ksrt::aligned((d_x), 4 * sizeof(float))");
@@ -79,7 +79,7 @@ static void expressions(void **state) {
                       "ksrt::disjoint((d_x), ksrt::bytes_of(((len)), sizeof(*(d_x))), (d_y), "
                       "ksrt::bytes_of(((len)), sizeof(*(d_y))))");
   assert_string_equal(expr("dim3(min(grid_x, 132 * 8), grid_y, grid_z)"),
-                      "dim3(ksrt::min(dim3((len + 255) / 256).x, 132 * 8), "
+                      "dim3((ksrt::min)(dim3((len + 255) / 256).x, 132 * 8), "
                       "dim3((len + 255) / 256).y, dim3((len + 255) / 256).z)");
   assert_string_equal(expr("smem + 1024"), "0 + 1024");
   assert_string_equal(expr("a > 1.5e-3f"), "(2.0f) > 1.5e-3f");
@@ -220,14 +220,14 @@ static void compiles_with_nvcc(void **state) {
                      &saxpy, &spec, &ev, &out))
     fail_msg("%s", ctx.error);
   assert_non_null(strstr(out, "static ksrt::site ks_site(\"saxpy_kernel\", \"saxpy.cu:40\", {90});"));
-  assert_non_null(strstr(out, "     saxpy_kernel_ks<<<ksrt::ceil_div(dim3((len + 255) / 256).x, 4), 256, 0, 0>>>(d_x, d_y, 2.0f, len);"));
+  assert_non_null(strstr(out, "     saxpy_kernel_ks<<<(ksrt::ceil_div)(dim3((len + 255) / 256).x, 4), 256, 0, 0>>>(d_x, d_y, 2.0f, len);"));
   assert_non_null(strstr(out, "if (!ks_site.take("));
   assert_non_null(strstr(out, "     saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len);"));
   /* shadow mode: y, the output, with the spec's length n, carried by the
    * argument of count */
   assert_non_null(strstr(out, "} else if (ksrt::verify_on()) {"));
   assert_non_null(strstr(out, "ksrt::shadow ks_shadow(ks_site, {{(void *)(d_y), (((len))) * sizeof(*(d_y)), "
-                              "ksrt::output::F32,"));
+                              "ksrt::output::kind_f32,"));
   assert_non_null(strstr(out, "ks_shadow.between();"));
 
   char src[8192];
@@ -272,8 +272,8 @@ static void lengths_without_a_spec(void **state) {
   const char *extents[] = {"1048576", NULL, "m * n", NULL, NULL};
   const char *why[] = {NULL, "its index 'col[k]' is read from memory", NULL, "not a pointer",
                        "not a pointer"};
-  const char *req[] = {"disjoint(a, c)", "disjoint(b, c)"};
-  ks_variant v = {.requires = {(const char **)req, 2, 2}};
+  const char *req[] = {"disjoint(a, c)", "disjoint(b, c)", "max(block_x, 32) >= 32"};
+  ks_variant v = {.requires = {(const char **)req, 3, 3}};
   int archs[] = {90};
   ks_emit_variant ev = {.variant_name = "mm_ks", .v = &v, .archs = archs, .narchs = 1,
                         .where = "mm.cu:9", .extents = extents, .extent_why = why, .nextents = 5};
@@ -298,12 +298,18 @@ static void lengths_without_a_spec(void **state) {
   if (ks_emit_launch(&ctx, &arena, &s, NULL, &mm, NULL, &ev, &out))
     fail_msg("%s", ctx.error);
   char src[8192];
+  /* The header is included after the file's own includes, where the
+   * user's macros are in force: PolyBench's N, a min() macro, names like
+   * the header's own. */
   snprintf(src, sizeof src,
+           "#define N 8192\n#define A 1\n#define B 2\n#define F32 3\n#define OFF 4\n"
+           "#define VARIANT 5\n#define min(a, b) ((a) < (b) ? (a) : (b))\n"
+           "#define max(a, b) ((a) > (b) ? (a) : (b))\n"
            "#include \"kernelsmith_dispatch.h\"\n"
            "__global__ void mm(const float *a, const float *b, float *c, int m, int n) {}\n"
            "__global__ void mm_ks(const float *a, const float *b, float *c, int m, int n) {}\n"
            "#define M 1024\n"
-           "void launch(const float *d_a, const float *d_b, float *d_c, int N) {\n"
+           "void launch(const float *d_a, const float *d_b, float *d_c) {\n"
            "  dim3 block(32, 8), grid(32, 128);\n"
            "  %s;\n"
            "}\n",

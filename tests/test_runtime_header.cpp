@@ -177,7 +177,7 @@ static void disjoint_at_run_time() {
 
 static void alias_cache_cases() {
   const std::size_t U = ksrt::unknown;
-  const int RECHECK = ksrt::alias_cache::RECHECK;
+  const int RECHECK = ksrt::alias_cache::recheck;
   ksrt::detail::set_pointer_query(fake_query);
   ksrt::alias_cache c;
   two_allocations();
@@ -245,8 +245,8 @@ static void alias_cache_cases() {
   expect(c.disjoint(1, p, U, q, U) && !c.disjoint(2, p, U, r, U) && queries == 1,
          "cache: two slots, one call for the disjoint one, none for the other");
   queries = 0;
-  expect(c.disjoint(ksrt::alias_cache::SLOTS, p, U, q, U) &&
-             c.disjoint(ksrt::alias_cache::SLOTS, p, U, q, U) && queries == 4,
+  expect(c.disjoint(ksrt::alias_cache::slots, p, U, q, U) &&
+             c.disjoint(ksrt::alias_cache::slots, p, U, q, U) && queries == 4,
          "cache: a slot past SLOTS asks both every time");
   queries = 0;
   expect(c.disjoint(3, at(A), 8, at(A + 8), 8) && queries == 0, "cache: known lengths, no call");
@@ -328,17 +328,17 @@ static void shadow_compare() {
          "bfloat16 bits");
   /* bf16 1.0 against 1.0078125 (the next value): within 1e-2, not 1e-3 */
   const std::uint16_t bw[3] = {0x3f80, 0x4000, 0x7fc0}, bg[3] = {0x3f81, 0x4000, 0x7fc0};
-  expect(differ(ksrt::output::BF16, bw, bg, 6, 0.01, 0.0, &first) == 0, "bf16 within tolerance");
-  expect(differ(ksrt::output::BF16, bw, bg, 6, 0.001, 0.0, &first) == 1 && first == 0,
+  expect(differ(ksrt::output::kind_bf16, bw, bg, 6, 0.01, 0.0, &first) == 0, "bf16 within tolerance");
+  expect(differ(ksrt::output::kind_bf16, bw, bg, 6, 0.001, 0.0, &first) == 1 && first == 0,
          "bf16 outside tolerance, element 0");
-  expect(differ(ksrt::output::BYTES, bw, bg, 6, 0.01, 0.0, &first) == 1,
+  expect(differ(ksrt::output::kind_bytes, bw, bg, 6, 0.01, 0.0, &first) == 1,
          "the same bytes compared as bytes differ");
   const std::uint16_t hw[2] = {0x3c00, 0x3c00}, hg[2] = {0x3c00, 0x3c01};
-  expect(differ(ksrt::output::F16, hw, hg, 4, 1e-3, 0.0, &first) == 0, "half within tolerance");
-  expect(differ(ksrt::output::F16, hw, hg, 4, 1e-4, 0.0, &first) == 1 && first == 1,
+  expect(differ(ksrt::output::kind_f16, hw, hg, 4, 1e-3, 0.0, &first) == 0, "half within tolerance");
+  expect(differ(ksrt::output::kind_f16, hw, hg, 4, 1e-4, 0.0, &first) == 1 && first == 1,
          "half outside tolerance, element 1");
   const float fw[2] = {1.0f, 2.0f}, fg[2] = {1.0f, 2.5f};
-  expect(differ(ksrt::output::F32, fw, fg, 8, 0.1, 0.0, &first) == 1 && first == 1, "f32");
+  expect(differ(ksrt::output::kind_f32, fw, fg, 8, 0.1, 0.0, &first) == 1 && first == 1, "f32");
 }
 
 /* In a child: what take() answers under the environment the parent set. */
@@ -354,12 +354,12 @@ static int child(const char *want) {
     expect(cudaGetLastError() == cudaSuccess, "no CUDA error left behind");
   expect(!took_bad, "failed guards never take the variant");
   if (!std::strcmp(want, "off")) {
-    expect(!took && s.count(ksrt::OFF) == 2, "switched off");
+    expect(!took && s.count(ksrt::path_off) == 2, "switched off");
   } else if (!device) {
-    expect(!took && s.count(ksrt::NO_DEVICE) == 2, "no device: the original");
+    expect(!took && s.count(ksrt::path_no_device) == 2, "no device: the original");
   } else {
-    expect(took && s.count(ksrt::VARIANT) == 1 && s.count(ksrt::GUARDS) == 1, "variant");
-    expect(!took_other && other.count(ksrt::OTHER_ARCH) == 1, "another architecture");
+    expect(took && s.count(ksrt::path_variant) == 1 && s.count(ksrt::path_guards) == 1, "variant");
+    expect(!took_other && other.count(ksrt::path_other_arch) == 1, "another architecture");
   }
   return fails;
 }
