@@ -100,24 +100,12 @@ int ks_profile_write_json(ks_ctx *ctx, FILE *out, const ks_profile *p) {
   return rc;
 }
 
+static int write_profile(ks_ctx *ctx, FILE *out, const void *p) {
+  return ks_profile_write_json(ctx, out, p);
+}
+
 int ks_profile_save(ks_ctx *ctx, const char *path, const ks_profile *p) {
-  char *tmp = ks_xmalloc(strlen(path) + 32);
-  sprintf(tmp, "%s.tmp.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
-  int rc = 0;
-  if (!f) {
-    rc = ks_fail(ctx, "cannot write %s: %s", tmp, strerror(errno));
-  } else {
-    rc = ks_profile_write_json(ctx, f, p);
-    if (fclose(f) && !rc)
-      rc = ks_fail(ctx, "cannot write %s: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path))
-      rc = ks_fail(ctx, "cannot write %s: %s", path, strerror(errno));
-    if (rc)
-      unlink(tmp);
-  }
-  free(tmp);
-  return rc;
+  return ks_write_file_whole(ctx, path, write_profile, p);
 }
 
 /* Reading back: the first problem is the message. */

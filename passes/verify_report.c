@@ -159,24 +159,12 @@ int ks_verify_write_json(ks_ctx *ctx, FILE *out, const ks_verify_report *r) {
   return rc;
 }
 
+static int write_report(ks_ctx *ctx, FILE *out, const void *r) {
+  return ks_verify_write_json(ctx, out, r);
+}
+
 int ks_verify_save(ks_ctx *ctx, const char *path, const ks_verify_report *r) {
-  char *tmp = ks_xmalloc(strlen(path) + 32);
-  sprintf(tmp, "%s.tmp.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
-  int rc = 0;
-  if (!f) {
-    rc = ks_fail(ctx, "cannot write %s: %s", tmp, strerror(errno));
-  } else {
-    rc = ks_verify_write_json(ctx, f, r);
-    if (fclose(f) && !rc)
-      rc = ks_fail(ctx, "cannot write %s: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path))
-      rc = ks_fail(ctx, "cannot write %s: %s", path, strerror(errno));
-    if (rc)
-      unlink(tmp);
-  }
-  free(tmp);
-  return rc;
+  return ks_write_file_whole(ctx, path, write_report, r);
 }
 
 /* ---- text --------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 
 #include "ks_buf.h"
 #include "ks_capture.h"
+#include "ks_fs.h"
 #include "ks_search.h"
 #include "ks_slice.h"
 #include "ks_specs.h"
@@ -273,22 +274,8 @@ const char *ks_winner_path(ks_arena *a, const char *store_dir, const char *kerne
   return ks_arena_printf(a, "%s/winners/%s.cu", store_dir, safe_name(a, kernel));
 }
 
-/* Written to a temporary file and renamed, so a kill never leaves half a
- * file behind. */
-static int write_whole(ks_ctx *ctx, const char *path, const char *text, ks_arena *a) {
-  const char *tmp = ks_arena_printf(a, "%s.tmp.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f)) {
-    int e = errno;
-    unlink(tmp);
-    return ks_fail(ctx, "cannot write %s: %s", tmp, strerror(e));
-  }
-  if (rename(tmp, path)) {
-    int e = errno;
-    unlink(tmp);
-    return ks_fail(ctx, "cannot write %s: %s", path, strerror(e));
-  }
-  return 0;
+static int write_text(ks_ctx *ctx, FILE *out, const void *text) {
+  return fputs(text, out) < 0 ? ks_fail(ctx, "cannot write: %s", strerror(errno)) : 0;
 }
 
 int ks_winners_export(ks_ctx *ctx, const ks_winners *ws, const char *dir, ks_arena *a) {
@@ -302,7 +289,7 @@ int ks_winners_export(ks_ctx *ctx, const ks_winners *ws, const char *dir, ks_are
            "reads the store, not this file.",
         w->techniques, dir, w->variant_id);
     const char *text = ks_variant_format(a, &w->variant, head);
-    if (write_whole(ctx, ks_winner_path(a, dir, w->name), text, a))
+    if (ks_write_file_whole(ctx, ks_winner_path(a, dir, w->name), write_text, text))
       return -1;
   }
   return 0;

@@ -12,6 +12,26 @@
 
 #include "ks_alloc.h"
 
+int ks_write_file_whole(ks_ctx *ctx, const char *path, ks_write_fn write, const void *arg) {
+  char *tmp = ks_xmalloc(strlen(path) + 32);
+  sprintf(tmp, "%s.tmp.%d", path, (int)getpid());
+  FILE *f = fopen(tmp, "w");
+  int rc = 0;
+  if (!f) {
+    rc = ks_fail(ctx, "cannot write %s: %s", tmp, strerror(errno));
+  } else {
+    rc = write(ctx, f, arg);
+    if (fclose(f) && !rc)
+      rc = ks_fail(ctx, "cannot write %s: %s", tmp, strerror(errno));
+    if (!rc && rename(tmp, path))
+      rc = ks_fail(ctx, "cannot write %s: %s", path, strerror(errno));
+    if (rc)
+      unlink(tmp);
+  }
+  free(tmp);
+  return rc;
+}
+
 int ks_read_file(ks_ctx *ctx, const char *path, size_t max_bytes, ks_buf *out) {
   ks_buf_reset(out);
   int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -1,4 +1,5 @@
-/* ks_fs: reading files and walking source trees.
+/* ks_fs: reading files, writing the tool's own files whole, and walking
+ * source trees.
  *
  * Walks are deterministic (entries sorted by name), skip hidden entries and
  * never visit a directory twice (symlink loops). Paths handed to callbacks
@@ -8,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "ks_buf.h"
 #include "ks_ctx.h"
@@ -15,6 +17,14 @@
 /* Reads a whole file into `out` (replacing its contents). Fails with a
  * message naming the file when it cannot be read or exceeds `max_bytes`. */
 int ks_read_file(ks_ctx *ctx, const char *path, size_t max_bytes, ks_buf *out);
+
+/* Writes the tool's own file `path` (a profile, a report, an export; never
+ * a user's source: that is ks_safe_write.h's job) whole or not at all:
+ * `write` fills a temporary file beside it, which is renamed over it; a
+ * failure (of `write`, which returns -1 with ks_fail, or of the file)
+ * leaves the old file and no temporary behind. */
+typedef int (*ks_write_fn)(ks_ctx *ctx, FILE *out, const void *arg);
+int ks_write_file_whole(ks_ctx *ctx, const char *path, ks_write_fn write, const void *arg);
 
 /* Called for every regular file; return non-zero to stop the walk. */
 typedef int (*ks_walk_fn)(const char *path, void *data);
