@@ -24,6 +24,12 @@ typedef struct site_ctx {
   /* size variables bound to argument texts, for a buffer length */
   bool size_vars;
   const ks_emit_variant *ev;  /* the footprints */
+  bool in_extent;             /* translating a footprint: a parameter is the
+                                 value the kernel sees, its argument
+                                 converted to the parameter's type, and
+                                 every value is widened to 64 bits (the
+                                 extent must not wrap where the kernel's
+                                 own indices do not) */
   unsigned alias_slots;       /* run-time disjointness checks written */
   int depth;
   const char *used[64]; /* the site's expressions the translation read */
@@ -117,10 +123,11 @@ static int buffer_length(site_ctx *c, const char *name, size_t len, ks_buf *out)
                    spec_hint(c, name, len));
   if (c->depth > 4)
     return ks_fail(c->ctx, "buffer lengths refer to each other too deeply");
-  bool saved = c->size_vars;
+  bool saved = c->size_vars, saved_extent = c->in_extent;
   /* A spec's length is over its size variables, a footprint over the
    * kernel's parameters and the launch. */
   c->size_vars = ext == NULL;
+  c->in_extent = ext != NULL;
   c->depth++;
   ks_buf_addc(out, '(');
   const char *text = ext ? ext : b->length;
@@ -128,6 +135,7 @@ static int buffer_length(site_ctx *c, const char *name, size_t len, ks_buf *out)
   ks_buf_addc(out, ')');
   c->depth--;
   c->size_vars = saved;
+  c->in_extent = saved_extent;
   return rc;
 }
 
@@ -268,7 +276,10 @@ static int translate(site_ctx *c, const char *p, const char *end, ks_buf *out) {
     } else if (in_list(keep, sizeof keep / sizeof *keep, p, len)) {
       ks_buf_add(out, p, len);
     } else if (!c->size_vars && (text = dim_of(c, p, len))) {
-      ks_buf_adds(out, text);
+      if (c->in_extent)
+        ks_buf_addf(out, "((long long)%s)", text);
+      else
+        ks_buf_adds(out, text);
     } else if (!c->size_vars && len == 4 && !strncmp(p, "smem", 4)) {
       ks_buf_adds(out, c->site->smem ? paren(c->arena, c->site->smem) : "0");
       if (c->site->smem)
@@ -289,7 +300,10 @@ static int translate(site_ctx *c, const char *p, const char *end, ks_buf *out) {
       if (!a)
         return ks_fail(c->ctx, "'%.*s' is not a launch variable, a scalar parameter or a buffer "
                                "length", (int)len, p);
-      ks_buf_adds(out, paren(c->arena, a));
+      if (c->in_extent && c->k->params.items[i].type)
+        ks_buf_addf(out, "((long long)(%s)%s)", c->k->params.items[i].type, paren(c->arena, a));
+      else
+        ks_buf_adds(out, paren(c->arena, a));
     }
     p = q;
   }

@@ -281,10 +281,18 @@ static void lengths_without_a_spec(void **state) {
   if (ks_emit_launch(&ctx, &arena, &s, NULL, &mm, NULL, &ev, &out))
     fail_msg("%s", ctx.error);
   assert_non_null(strstr(out, "ksrt::disjoint((d_a), ksrt::bytes_of((1048576), sizeof(*(d_a))), "
-                              "(d_c), ksrt::bytes_of(((M) * (N)), sizeof(*(d_c))))"));
+                              "(d_c), ksrt::bytes_of((((long long)(int)(M)) * ((long long)(int)(N))), sizeof(*(d_c))))"));
   assert_non_null(strstr(out, "ks_alias.disjoint(0, (d_b), ksrt::unknown, (d_c), "
-                              "ksrt::bytes_of(((M) * (N)), sizeof(*(d_c))))"));
+                              "ksrt::bytes_of((((long long)(int)(M)) * ((long long)(int)(N))), sizeof(*(d_c))))"));
   assert_non_null(strstr(out, "static thread_local ksrt::alias_cache ks_alias;"));
+  /* An extent over the launch is computed in 64 bits: grid_x * block_x
+   * must not wrap in unsigned int where the kernel's own index does not. */
+  extents[0] = "grid_x * block_x";
+  if (ks_emit_launch(&ctx, &arena, &s, NULL, &mm, NULL, &ev, &out))
+    fail_msg("%s", ctx.error);
+  assert_non_null(strstr(out, "ksrt::bytes_of((((long long)dim3(grid).x) * ((long long)dim3(block).x)), "
+                              "sizeof(*(d_a)))"));
+  extents[0] = "1048576";
   /* a guard that needs b's length itself */
   const char *req2[] = {"len_b % 4 == 0"};
   ks_variant v2 = {.requires = {(const char **)req2, 1, 1}};
