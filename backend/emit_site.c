@@ -292,7 +292,9 @@ static int translate(site_ctx *c, const char *p, const char *end, ks_buf *out) {
       if (!a)
         return ks_fail(c->ctx, "the size variable '%.*s' is carried by no argument of the launch",
                        (int)len, p);
-      ks_buf_adds(out, paren(c->arena, a));
+      /* In 64 bits: a length must not wrap where the kernel's indices
+       * do not (n * m of two int arguments). */
+      ks_buf_addf(out, "((long long)%s)", paren(c->arena, a));
     } else {
       int i = param_index(c->k, p, len);
       const char *a = i >= 0 && c->k->params.items[i].kind != KS_PARAM_POINTER ? arg_of(c, i)

@@ -74,10 +74,10 @@ static void expressions(void **state) {
   assert_string_equal(expr("ks_aligned(x, 4 * sizeof(float))"),
                       "ksrt::aligned((d_x), 4 * sizeof(float))");
   /* len_x is the spec's n, which the argument of count carries */
-  assert_string_equal(expr("len_x % 4 == 0"), "((len)) % 4 == 0");
+  assert_string_equal(expr("len_x % 4 == 0"), "(((long long)(len))) % 4 == 0");
   assert_string_equal(expr("disjoint(x, y)"),
-                      "ksrt::disjoint((d_x), ksrt::bytes_of(((len)), sizeof(*(d_x))), (d_y), "
-                      "ksrt::bytes_of(((len)), sizeof(*(d_y))))");
+                      "ksrt::disjoint((d_x), ksrt::bytes_of((((long long)(len))), sizeof(*(d_x))), "
+                      "(d_y), ksrt::bytes_of((((long long)(len))), sizeof(*(d_y))))");
   assert_string_equal(expr("dim3(min(grid_x, 132 * 8), grid_y, grid_z)"),
                       "dim3((ksrt::min)(dim3((len + 255) / 256).x, 132 * 8), "
                       "dim3((len + 255) / 256).y, dim3((len + 255) / 256).z)");
@@ -226,7 +226,7 @@ static void compiles_with_nvcc(void **state) {
   /* shadow mode: y, the output, with the spec's length n, carried by the
    * argument of count */
   assert_non_null(strstr(out, "} else if (ksrt::verify_on()) {"));
-  assert_non_null(strstr(out, "ksrt::shadow ks_shadow(ks_site, {{(void *)(d_y), (((len))) * sizeof(*(d_y)), "
+  assert_non_null(strstr(out, "ksrt::shadow ks_shadow(ks_site, {{(void *)(d_y), ((((long long)(len)))) * sizeof(*(d_y)), "
                               "ksrt::output::kind_f32,"));
   assert_non_null(strstr(out, "ks_shadow.between();"));
 
