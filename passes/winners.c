@@ -284,10 +284,11 @@ int ks_winners_export(ks_ctx *ctx, const ks_winners *ws, const char *dir, ks_are
     return ks_fail(ctx, "cannot create %s: %s", wdir, strerror(errno));
   for (size_t i = 0; i < ws->items.len; i++) {
     const ks_winner *w = &ws->items.items[i];
+    /* Nothing of the run (ids, paths) in it: the same variant exports to
+     * the same bytes. */
     const char *head = ks_arena_printf(
-        a, "%s\n// An export of the results store (%s/kernelsmith.db, variant %lld): apply "
-           "reads the store, not this file.",
-        w->techniques, dir, w->variant_id);
+        a, "%s\n// An export of the results store: apply reads the store, not this file.",
+        w->techniques);
     const char *text = ks_variant_format(a, &w->variant, head);
     if (ks_write_file_whole(ctx, ks_winner_path(a, dir, w->name), write_text, text))
       return -1;
