@@ -101,6 +101,9 @@ typedef struct ks_kernel_row {
                               inputs; 0: none was; -1: not recorded (a
                               run from before the column: ks_winners.h
                               derives it then) */
+  const char *sites;       /* the digests of the kernel's launch sites when
+                              it was optimized, one per line
+                              (ks_launch_digest); NULL: not recorded */
 } ks_kernel_row;
 typedef KS_ARRAY(ks_kernel_row) ks_kernel_rows;
 

@@ -149,8 +149,11 @@ static const char schema_v2[] =
     "ALTER TABLE variants ADD COLUMN plan TEXT;";
 
 /* Version 3: a kernel names its winner, the variant the search confirmed
- * on fresh inputs (apply, the launcher, status and export read it). */
-static const char schema_v3[] = "ALTER TABLE kernels ADD COLUMN winner INTEGER;" /* a variant's id */;
+ * on fresh inputs (apply, the launcher, status and export read it), and
+ * the digests of the launch sites it was optimized with (one per line:
+ * ks_launch_digest), so that a site edited since is not dispatched. */
+static const char schema_v3[] = "ALTER TABLE kernels ADD COLUMN winner INTEGER;" /* a variant's id */
+                                "ALTER TABLE kernels ADD COLUMN sites TEXT;";
 
 /* migrations[v] takes a store from version v to v + 1. */
 static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3};

@@ -152,8 +152,8 @@ int ks_store_kernel_put(ks_ctx *ctx, ks_store *s, const ks_kernel_row *k, long l
     return rc;
   rc = store_prepare(ctx, s,
                      "INSERT INTO kernels (run, name, file, line, source_hash, slice, spec, "
-                     "status, note, baseline_ms, created, updated) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " STORE_NOW ", " STORE_NOW ") "
+                     "status, note, baseline_ms, sites, created, updated) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " STORE_NOW ", " STORE_NOW ") "
                      "ON CONFLICT (run, name) DO NOTHING",
                      &ins);
   if (!rc) {
@@ -167,6 +167,7 @@ int ks_store_kernel_put(ks_ctx *ctx, ks_store *s, const ks_kernel_row *k, long l
     store_bind_text(ins, 8, k->status ? k->status : "pending");
     store_bind_text(ins, 9, k->note);
     sqlite3_bind_double(ins, 10, k->baseline_ms);
+    store_bind_text(ins, 11, k->sites);
     rc = store_step_done(ctx, s, ins, "cannot add a kernel");
   }
   if (!rc)
@@ -227,9 +228,9 @@ int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_ke
   if (store_prepare(ctx, s,
                     ks_store_has_winners(s)
                         ? "SELECT id, run, name, file, line, source_hash, slice, spec, status, "
-                          "note, baseline_ms, winner FROM kernels WHERE run = ? ORDER BY id"
+                          "note, baseline_ms, winner, sites FROM kernels WHERE run = ? ORDER BY id"
                         : "SELECT id, run, name, file, line, source_hash, slice, spec, status, "
-                          "note, baseline_ms, NULL FROM kernels WHERE run = ? ORDER BY id",
+                          "note, baseline_ms, NULL, NULL FROM kernels WHERE run = ? ORDER BY id",
                     &st))
     return -1;
   sqlite3_bind_int64(st, 1, run);
@@ -248,6 +249,7 @@ int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_ke
     k->note = store_col_text(a, st, 9);
     k->baseline_ms = sqlite3_column_double(st, 10);
     k->winner = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 11);
+    k->sites = store_col_text(a, st, 12);
   }
   int rc = step == SQLITE_DONE ? 0 : store_fail(ctx, s, "cannot read the kernels");
   sqlite3_finalize(st);

@@ -69,7 +69,8 @@ static long long new_run(ks_store *s) {
 
 static long long new_kernel(ks_store *s, long long run, const char *name) {
   ks_kernel_row k = {.run = run, .name = name, .file = "src/k.cu", .line = 12,
-                     .source_hash = "ab12", .slice = "__global__ void k() {}", .spec = "size n"};
+                     .source_hash = "ab12", .slice = "__global__ void k() {}", .spec = "size n",
+                     .sites = "d1\nd2"};
   long long id = 0;
   if (ks_store_kernel_put(&ctx, s, &k, &id))
     fail_msg("%s", ctx.error);
@@ -304,6 +305,7 @@ static void kernels_put_twice_returns_the_same_id(void **state) {
   assert_string_equal(ks.items[0].source_hash, "ab12");
   assert_string_equal(ks.items[0].slice, "__global__ void k() {}");
   assert_string_equal(ks.items[0].spec, "size n");
+  assert_string_equal(ks.items[0].sites, "d1\nd2");
   assert_string_equal(ks.items[0].status, "skipped");
   assert_string_equal(ks.items[0].note, "no spec");
   assert_true(ks.items[0].baseline_ms == 0.25);
@@ -724,6 +726,7 @@ static void version_1_store_is_upgraded(void **state) {
                                 "ALTER TABLE llm_calls DROP COLUMN response;"
                                 "ALTER TABLE variants DROP COLUMN plan;"
                                 "ALTER TABLE kernels DROP COLUMN winner;"
+                                "ALTER TABLE kernels DROP COLUMN sites;"
                                 "PRAGMA user_version = 1;",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
@@ -792,7 +795,8 @@ static void readonly_reads_a_version_2_store(void **state) {
   snprintf(path, sizeof path, "%s/kernelsmith.db", store_dir);
   sqlite3 *db = NULL;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db, "ALTER TABLE kernels DROP COLUMN winner; PRAGMA user_version = 2;",
+  assert_int_equal(sqlite3_exec(db, "ALTER TABLE kernels DROP COLUMN winner; ALTER TABLE kernels DROP COLUMN sites; "
+                                "PRAGMA user_version = 2;",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
   sqlite3_close(db);
