@@ -11,6 +11,7 @@
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "ks_emit.h"
+#include "ks_hash.h"
 
 typedef struct edit {
   size_t begin, end;
@@ -252,6 +253,21 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
           arena, "%s:%u: %s: launched from another file than its definition (%s); left as written",
           l->loc.file ? l->loc.file : "?", l->loc.line, ek->k->name, path);
       continue;
+    }
+    if (ek->sites) {
+      char d[KS_HASH_HEX];
+      ks_launch_digest(l, d);
+      bool known = false;
+      for (size_t i = 0; i < ek->nsites && !known; i++)
+        known = !strcmp(ek->sites[i], d);
+      if (!known) {
+        *ks_array_push(arena, notes) = ks_arena_printf(
+            arena, "%s:%u: %s: left as written: this launch changed since the kernel was "
+                   "optimized (its variant was verified with the launches as they were); run "
+                   "optimize again",
+            path, l->loc.line, ek->k->name);
+        continue;
+      }
     }
     size_t b = l->extent.begin.offset, en = l->extent.end.offset;
     if (en > len || b >= en) {

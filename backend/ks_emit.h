@@ -80,6 +80,11 @@ typedef struct ks_emit_kernel {
   const char *const *extents;  /* as in ks_emit_variant */
   const char *const *extent_why;
   size_t nextents;
+  /* The digests (ks_launch_digest) of the launch sites the variant was
+   * verified with; a site whose digest is not among them is left as
+   * written. NULL: not known (every site may be dispatched). */
+  const char *const *sites;
+  size_t nsites;
 } ks_emit_kernel;
 
 /* A file's new text: each kernel's variant inserted after the original's

@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ks_buf.h"
 #include "ks_cli.h"
 #include "ks_compile.h"
+#include "ks_hash.h"
 #include "ks_optimize_report.h"
 #include "ks_rules.h"
 #include "ks_specs.h"
@@ -40,6 +42,23 @@ static const char *spec_text(ks_arena *a, const ks_target *t) {
   if (!t->have_spec)
     return ks_arena_printf(a, "capture:%s", t->capture_path);
   return ks_arena_printf(a, "%s:%u", t->spec.file, t->spec.line);
+}
+
+/* The digests of the kernel's launch sites, one per line: apply dispatches
+ * only the sites that still launch it as they did when it was judged. */
+static const char *site_digests(ks_arena *a, const ks_scan *scan, const ks_kernel *k) {
+  ks_buf b = KS_BUF_INIT;
+  for (size_t i = 0; i < scan->launches.len; i++) {
+    const ks_launch *l = &scan->launches.items[i];
+    if (!l->kernel_usr || !k->usr || strcmp(l->kernel_usr, k->usr))
+      continue;
+    char d[KS_HASH_HEX];
+    ks_launch_digest(l, d);
+    ks_buf_addf(&b, "%s%s", b.len ? "\n" : "", d);
+  }
+  const char *r = b.len ? ks_arena_strdup(a, b.data) : NULL;
+  ks_buf_release(&b);
+  return r;
 }
 
 static unsigned long long output_bytes(const ks_workload *w) {
@@ -603,6 +622,7 @@ int optimize_run(optimize_job *job) {
                          .source_hash = k->kernel->source_hash,
                          .slice = k->target.slice.source,
                          .spec = spec_text(&arena, &k->target),
+                         .sites = site_digests(&arena, &scan, k->kernel),
                          .status = "searching"};
     if (ks_store_kernel_put(ctx, job->store, &row, &k->store_id))
       goto fail;

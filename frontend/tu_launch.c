@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ks_ctext.h"
+#include "ks_hash.h"
 #include "tu.h"
 
 enum { MAX_CHILDREN = 96 };
@@ -247,6 +248,19 @@ static void set_scope(ks_tu *tu, const ks_launch_scope *scope, ks_launch *out) {
   CXCursor fn = scope->function;
   out->enclosing = ks_tu_qualified_name(tu, fn);
   out->enclosing_usr = ks_tu_usr(tu, fn);
+  /* The code the launch's configuration may come from (dim3 locals, sizes
+   * computed above it): the enclosing function's text up to the launch. */
+  ks_range r = ks_tu_extent(tu, fn);
+  if (r.begin.file && out->extent.begin.file && !strcmp(r.begin.file, out->extent.begin.file) &&
+      r.begin.offset <= out->extent.begin.offset) {
+    r.end = out->extent.begin;
+    const char *text = ks_tu_range_text(tu, r);
+    if (text) {
+      char hash[KS_HASH_HEX];
+      ks_sha256_hex(text, strlen(text), hash);
+      out->context_hash = ks_arena_strdup(tu->arena, hash);
+    }
+  }
   out->in_lambda = scope->in_lambda;
   CXCursor parent = clang_getCursorSemanticParent(fn);
   out->in_template = clang_getCursorKind(fn) == CXCursor_FunctionTemplate ||

@@ -50,6 +50,9 @@ typedef struct ks_winner {
   const char *proposer;      /* "rules", "llm", ... */
   const char *inputs;        /* "spec" or "capture" */
   const char *capture;       /* the capture file the inputs came from, or NULL */
+  ks_strings sites;          /* the digests of the launch sites it was
+                                optimized with (ks_launch_digest); none: a
+                                run from before they were kept */
   ks_eval eval;              /* the confirming evaluation, whole (warm
                                 timing, compiler, registers ...) */
   bool have_eval;

@@ -175,6 +175,7 @@ static int load_kernel(ks_ctx *ctx, ks_store *store, const ks_winners_query *q,
   bool capture = row->spec && !strncmp(row->spec, "capture:", 8);
   w->inputs = capture ? "capture" : "spec";
   w->capture = capture ? row->spec + 8 : NULL;
+  ks_store_requires_split(a, row->sites, &w->sites); /* one per line, as guards are */
   if (ks_store_eval_get(ctx, store, row->id, vr->id, a, &w->eval, &w->have_eval))
     return -1;
   if (w->have_eval)
@@ -258,7 +259,9 @@ void ks_winner_emit(ks_arena *a, const ks_winner *w, const int *archs, size_t na
   }
   *out = (ks_emit_kernel){.k = w->k, .spec = w->have_spec ? &w->spec : NULL, .v = &w->variant,
                           .variant_name = w->variant_name, .comment = comment, .archs = archs,
-                          .narchs = narchs, .extents = ext, .extent_why = why, .nextents = n};
+                          .narchs = narchs, .extents = ext, .extent_why = why, .nextents = n,
+                          .sites = w->sites.len ? (const char *const *)w->sites.items : NULL,
+                          .nsites = w->sites.len};
 }
 
 static const char *safe_name(ks_arena *a, const char *name) {

@@ -34,6 +34,7 @@ void ks_launch_digest(const ks_launch *l, char out[KS_HASH_HEX]) {
     digest_part(&b, l->args.items[i]);
   for (size_t i = 0; i < l->template_args.len; i++)
     digest_part(&b, l->template_args.items[i].value);
+  digest_part(&b, l->context_hash);
   ks_sha256_hex(b.data ? b.data : "", b.len, out);
   ks_buf_release(&b);
 }

@@ -171,6 +171,9 @@ typedef struct ks_launch {
   ks_strings args;           /* argument expressions as written */
   const char *enclosing;     /* qualified name of the enclosing function */
   const char *enclosing_usr; /* its USR (the template's, for templates) */
+  const char *context_hash;  /* SHA-256 of the enclosing function's text up
+                                to the launch (where a dim3 local or a size
+                                it uses is set), or NULL */
   bool in_lambda;            /* inside a lambda within `enclosing` */
   bool in_template;          /* `enclosing` is a function template */
   bool device_side;          /* launched from device code (dynamic parallelism) */

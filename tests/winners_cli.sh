@@ -104,6 +104,19 @@ if [ -x "$nvcc" ]; then
   check "stats: rewritten 1" sh -c "cd '$repo' && '$bin' stats | grep -q 'rewritten 1,'"
 fi
 
+# A launch edited since the run (its dim3 block local) is left as written;
+# an edit after the launch changes nothing.
+cp "$repo/mm.cu" "$tmp/mm.orig"
+sed -i 's/dim3 block(32, 8);/dim3 block(16, 16);/' "$repo/mm.cu"
+(cd "$repo" && "$bin" apply >"$tmp/edited.patch" 2>"$tmp/edited.err")
+check "an edited launch: left as written" sh -c "! grep -q 'ks_site.take(' '$tmp/edited.patch'"
+check "... saying why, in one line" grep -q "mm.cu:[0-9]*: mm_kernel: left as written: this launch changed since the kernel was optimized" "$tmp/edited.err"
+cp "$tmp/mm.orig" "$repo/mm.cu"
+sed -i 's/^	cudaDeviceSynchronize();$/	cudaDeviceSynchronize(); \/\/ waits/' "$repo/mm.cu"
+(cd "$repo" && "$bin" apply >"$tmp/after.patch" 2>/dev/null)
+check "an edit after the launch: still dispatched" grep -q "ks_site.take(" "$tmp/after.patch"
+cp "$tmp/mm.orig" "$repo/mm.cu"
+
 # status shows the winner; the winner file is an export.
 (cd "$repo" && "$bin" status --json >"$tmp/status.json" 2>/dev/null)
 check "status: the winner apply uses" python3 -c "
