@@ -13,7 +13,12 @@
  * or reports a CUDA error that poisoned its context (it exits by itself),
  * the request ends with a status saying so and a fresh worker is started at
  * once, so the next request runs normally. SIGPIPE never reaches the
- * process: ks_wire_write blocks it around each write. */
+ * process: ks_wire_write blocks it around each write.
+ *
+ * The worker gets only the environment it needs (worker_env): the search,
+ * the dynamic loader's and the CUDA driver's variables, our own KS_* knobs,
+ * the sanitizers' options. API keys and whatever else the user's shell
+ * holds stay in this process: the worker runs code a model wrote. */
 /* pipe2 and posix_spawn_file_actions_addclosefrom_np are GNU extensions. */
 #define _GNU_SOURCE
 #include "ks_worker.h"
@@ -103,6 +108,58 @@ static int lift(int fd) {
   return high;
 }
 
+/* What the worker reads, and nothing else: the names below and the
+ * prefixes (CUDA_*: the driver's own settings, CUDA_VISIBLE_DEVICES and
+ * CUDA_INJECTION64_PATH included; KS_*: the worker's and the test
+ * stand-ins' knobs; LC_*: the locale). LD_PRELOAD stays so that a profiler
+ * or a fault shim that follows children still sees the worker. A name that
+ * matches yet looks like a credential is dropped all the same. */
+static bool worker_needs(const char *entry) {
+  static const char *const names[] = {
+      "PATH", "HOME", "TMPDIR", "LANG", "TZ", "TERM", "NO_COLOR", "LD_LIBRARY_PATH",
+      "LD_PRELOAD", "KERNELSMITH_FAULTS", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+      "MSAN_OPTIONS", "TSAN_OPTIONS", "ASAN_SYMBOLIZER_PATH", "LLVM_SYMBOLIZER_PATH",
+      "LLVM_PROFILE_FILE", "GCOV_PREFIX", "GCOV_PREFIX_STRIP"};
+  static const char *const prefixes[] = {"CUDA_", "KS_", "LC_"};
+  static const char *const secret[] = {"KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL"};
+  const char *eq = strchr(entry, '=');
+  if (!eq)
+    return false;
+  size_t n = (size_t)(eq - entry);
+  bool wanted = false;
+  for (size_t i = 0; !wanted && i < sizeof names / sizeof *names; i++)
+    wanted = strlen(names[i]) == n && !strncmp(entry, names[i], n);
+  for (size_t i = 0; !wanted && i < sizeof prefixes / sizeof *prefixes; i++)
+    wanted = !strncmp(entry, prefixes[i], strlen(prefixes[i]));
+  if (!wanted)
+    return false;
+  char name[256];
+  if (n >= sizeof name)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    name[i] = (char)(entry[i] >= 'a' && entry[i] <= 'z' ? entry[i] - 32 : entry[i]);
+  name[n] = '\0';
+  for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
+    if (strstr(name, secret[i]))
+      return false;
+  return true;
+}
+
+/* The worker's environment: pointers into ours (posix_spawn copies them),
+ * in a NULL-terminated array the caller frees. */
+static char **worker_env(void) {
+  size_t n = 0;
+  while (environ && environ[n])
+    n++;
+  char **env = ks_xcalloc(n + 1, sizeof *env);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++)
+    if (worker_needs(environ[i]))
+      env[kept++] = environ[i];
+  env[kept] = NULL;
+  return env;
+}
+
 static int spawn(ks_ctx *ctx, ks_worker *w) {
   int req[2] = {-1, -1}, rep[2] = {-1, -1}, rc = -1, err;
   bool have_actions = false, have_attr = false;
@@ -141,7 +198,9 @@ static int spawn(ks_ctx *ctx, ks_worker *w) {
   snprintf(device, sizeof device, "%d", w->device);
   char *argv[] = {w->executable, "--device", device, NULL};
   pid_t pid;
-  err = posix_spawn(&pid, w->executable, &actions, &attr, argv, environ);
+  char **env = worker_env();
+  err = posix_spawn(&pid, w->executable, &actions, &attr, argv, env);
+  free(env);
   if (err) {
     rc = ks_fail(ctx, "cannot start the GPU worker %s: %s", w->executable, strerror(err));
     goto out;

@@ -708,6 +708,16 @@ passes_done:
               llm.totals.run.input_tokens + llm.totals.run.output_tokens, llm.totals.run.requests);
       break;
     }
+  /* Failed model requests, one line per kind; a model that never answered
+   * fails the run (what the rules found is stored and shown all the same). */
+  unsigned llm_cached = 0, llm_failed = 0;
+  for (size_t i = 0; llm.on && i < jobs.len; i++) {
+    llm_cached += jobs.items[i].outcome->llm.cached;
+    llm_failed += jobs.items[i].outcome->llm.failed;
+  }
+  if (llm.on && !*job->interrupted &&
+      ks_llm_report_failures(ctx, &llm.totals, llm_cached, llm_failed))
+    exit_code = KS_EXIT_FAILURE;
   if (budget_stopped && !*job->interrupted)
     fprintf(stderr, "%s: the budget stopped the search before its last round; continue with: "
                     "kernelsmith-cc optimize --resume\n",

@@ -17,7 +17,10 @@
  * Secrets: the key lives in ks_llm_config.key and in the request headers of
  * an attempt, nowhere else. It never enters an error message, a diagnostic,
  * the cache key or its material; a server that echoes it gets it replaced by
- * "[key]" in the error sentence.
+ * "[key]" in the error sentence and in a reply's text, finish reason and
+ * model (a server may quote the Authorization header in a normal answer),
+ * so that nothing a reply becomes (plans, variants, insights, the store's
+ * rows) can hold it. ks_llm_redact does the same for callers' own text.
  *
  * Errors: setup errors (bad configuration, a key file others can read, an
  * invalid request) return -1 after ks_fail(ctx, ...). A request that fails on
@@ -124,6 +127,17 @@ void ks_llm_config_describe(const ks_llm_config *cfg, ks_buf *out);
 
 const char *ks_llm_api_name(ks_llm_api api); /* "openai", "anthropic", "unset" */
 
+/* Keys shorter than this are not looked for in replies and stored text:
+ * such a key ("EMPTY", "ollama", "x": what local servers take) is no
+ * secret, and replacing it everywhere would rewrite the kernels a model
+ * writes. Error sentences are scrubbed of a key of any length. */
+enum { KS_LLM_REDACT_MIN = 8 };
+
+/* `text` with every occurrence of the configured key replaced by "[key]",
+ * copied into `arena`; `text` itself when it holds no key, when no key is
+ * set or it is shorter than KS_LLM_REDACT_MIN. NULL stays NULL. */
+const char *ks_llm_redact(const ks_llm_config *cfg, const char *text, ks_arena *arena);
+
 /* ---- requests (llm_request.c) ---- */
 
 typedef struct ks_llm_message {
@@ -214,18 +228,31 @@ typedef struct ks_llm_account {
   ks_llm_tally tally;
 } ks_llm_account;
 
+/* One kind of failure, a status and the HTTP status (0: no answer), as
+ * the replies of a client met it. */
+typedef struct ks_llm_failure {
+  ks_llm_status status;
+  long http_status;
+  long long count;
+  const char *error; /* the first such reply's sentence (the key scrubbed) */
+} ks_llm_failure;
+
 /* Owned by the caller. A resumed run may start `run` from the store's
- * numbers so that budgets span the whole run. */
+ * numbers so that budgets span the whole run; `answered` and `failures`
+ * count this process's replies only. */
 typedef struct ks_llm_totals {
   ks_llm_tally run;
   KS_ARRAY(ks_llm_account) accounts;
-  ks_arena *arena; /* account names and the array */
+  long long answered;                /* replies with status OK */
+  KS_ARRAY(ks_llm_failure) failures; /* by kind, in the order first met */
+  ks_arena *arena; /* account names, errors and the arrays */
 } ks_llm_totals;
 
 void ks_llm_totals_init(ks_llm_totals *t, ks_arena *arena);
 /* The account's tally, created when `create`; NULL when absent. */
 ks_llm_tally *ks_llm_totals_account(ks_llm_totals *t, const char *name, bool create);
-/* Adds a finished reply to the run's and its account's tallies. */
+/* Adds a finished reply to the run's and its account's tallies, and to
+ * `answered` or its kind of failure. */
 void ks_llm_totals_add(ks_llm_totals *t, const char *account, const ks_llm_reply *r);
 
 double ks_llm_cost(const ks_llm_prices *prices, long long input_tokens, long long output_tokens);

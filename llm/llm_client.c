@@ -292,6 +292,10 @@ static void job_done(ks_ctx *ctx, ks_llm_client *c, llm_job *j, ks_llm_status st
   r->cost = ks_llm_cost(&c->cfg->prices, r->input_tokens, r->output_tokens);
   if (!r->text)
     r->text = r->finish_reason = r->model = "";
+  /* A server may quote what it was sent in a normal answer. */
+  r->text = ks_llm_redact(c->cfg, r->text, &j->arena);
+  r->finish_reason = ks_llm_redact(c->cfg, r->finish_reason, &j->arena);
+  r->model = ks_llm_redact(c->cfg, r->model, &j->arena);
   if (status != KS_LLM_OK) {
     if (j->attempts > 1)
       ks_buf_addf(error, " (after %d attempts)", j->attempts);

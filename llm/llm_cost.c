@@ -43,8 +43,27 @@ static void tally_add(ks_llm_tally *t, const ks_llm_reply *r) {
   t->seconds += r->seconds;
 }
 
+/* A run meets few kinds of failure: a linear search is enough. */
+static void failure_add(ks_llm_totals *t, const ks_llm_reply *r) {
+  for (size_t i = 0; i < t->failures.len; i++) {
+    ks_llm_failure *f = &t->failures.items[i];
+    if (f->status == r->status && f->http_status == r->http_status) {
+      f->count++;
+      return;
+    }
+  }
+  ks_llm_failure *f = ks_array_push(t->arena, &t->failures);
+  const char *error = r->error ? r->error : ks_llm_status_name(r->status);
+  *f = (ks_llm_failure){.status = r->status, .http_status = r->http_status, .count = 1,
+                        .error = ks_arena_strdup(t->arena, error)};
+}
+
 void ks_llm_totals_add(ks_llm_totals *t, const char *account, const ks_llm_reply *r) {
   tally_add(&t->run, r);
+  if (r->status == KS_LLM_OK)
+    t->answered++;
+  else
+    failure_add(t, r);
   ks_llm_tally *acc = ks_llm_totals_account(t, account, true);
   if (acc)
     tally_add(acc, r);

@@ -66,6 +66,18 @@ void llm_scrub(ks_buf *text, const char *key) {
   ks_buf_release(&clean);
 }
 
+const char *ks_llm_redact(const ks_llm_config *cfg, const char *text, ks_arena *arena) {
+  const char *key = cfg ? cfg->key : NULL;
+  if (!text || !key || strlen(key) < KS_LLM_REDACT_MIN || !strstr(text, key))
+    return text;
+  ks_buf clean = KS_BUF_INIT;
+  ks_buf_adds(&clean, text);
+  llm_scrub(&clean, key);
+  const char *out = ks_arena_strndup(arena, clean.data, clean.len);
+  ks_buf_release(&clean);
+  return out;
+}
+
 static long long token_count(const cJSON *usage, const char *name) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(usage, name);
   return cJSON_IsNumber(v) && v->valuedouble > 0 ? (long long)v->valuedouble : 0;

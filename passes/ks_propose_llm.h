@@ -89,6 +89,17 @@ typedef struct ks_llm_proposer {
 } ks_llm_proposer;
 
 ks_proposer ks_llm_proposer_make(ks_llm_proposer *self);
+
+/* The end of a run that used the model: one line per kind of failure its
+ * requests met (how many, the status, the server's reason with the key
+ * scrubbed), not one per request; the budget's refusals are left to the
+ * run's own line. `totals` is the run's client's; `cached` and `failed`
+ * sum the run's proposers' stats (failures beyond the client's are replay
+ * misses). Returns true when the run asked the model and it answered none
+ * of the requests (and the store served none): then the lines are errors,
+ * which the run's exit status should show; else warnings. */
+bool ks_llm_report_failures(ks_ctx *ctx, const ks_llm_totals *totals, unsigned cached,
+                            unsigned failed);
 void ks_llm_proposer_release(ks_llm_proposer *self);
 
 #endif

@@ -11,6 +11,8 @@
 
 enum { PENDING_MAX = 4, SUMMARIES_PER_DRAW = 2 };
 
+#define REPLAY_MISS "not in the store (--llm-cache replay asks no server)"
+
 typedef struct pair {
   const ks_node *first, *second; /* parent, then the child measured against it */
 } pair;
@@ -100,22 +102,26 @@ static void record(ks_ctx *ctx, ks_llm_proposer *p, call *c, ks_arena *a) {
   ks_ctx_init(&quiet, "kernelsmith-cc");
   const char *request = NULL;
   if (!ks_llm_request_body(&quiet, p->cfg, &c->req, &body))
-    request = ks_arena_strdup(a, body.data);
+    request = ks_llm_redact(p->cfg, ks_arena_strdup(a, body.data), a);
   ks_buf_release(&body);
   ks_ctx_release(&quiet);
+  /* The key in no stored byte, whatever a prompt or a server quoted (the
+   * client has scrubbed replies already; this holds for every column). */
+  const char *response = ks_llm_redact(p->cfg, c->text, a);
   char rhash[KS_HASH_HEX] = "";
-  if (c->text)
-    ks_sha256_hex(c->text, strlen(c->text), rhash);
+  if (response)
+    ks_sha256_hex(response, strlen(response), rhash);
+  const char *status =
+      c->reply.status == KS_LLM_OK
+          ? "ok"
+          : ks_arena_printf(a, "error: %s",
+                            c->reply.error ? c->reply.error : ks_llm_status_name(c->reply.status));
   ks_llm_call_row row = {
       .run = p->run, .kernel = p->kernel, .role = c->role, .model = p->cfg->model,
-      .prompt_hash = c->key, .response_hash = c->text ? rhash : NULL, .request = request,
-      .response = c->text, .prompt_tokens = c->reply.input_tokens,
+      .prompt_hash = c->key, .response_hash = response ? rhash : NULL, .request = request,
+      .response = response, .prompt_tokens = c->reply.input_tokens,
       .response_tokens = c->reply.output_tokens, .seconds = c->reply.seconds,
-      .cost = c->reply.cost,
-      .status = c->reply.status == KS_LLM_OK
-                    ? "ok"
-                    : ks_arena_printf(a, "error: %s", c->reply.error ? c->reply.error
-                                                                    : ks_llm_status_name(c->reply.status))};
+      .cost = c->reply.cost, .status = ks_llm_redact(p->cfg, status, a)};
   /* A store that cannot take the row does not stop the search: the reply
    * is still used; the failure is said once per call. */
   if (ks_store_llm_call_put(ctx, p->store, &row))
@@ -136,7 +142,8 @@ static int run_calls(ks_ctx *ctx, ks_llm_proposer *p, call *calls, size_t n, ks_
       if (ks_store_llm_cached(ctx, p->store, c->key, a, &hit, &found))
         return -1;
       if (found) {
-        c->text = hit.response;
+        /* A store written before replies were scrubbed may hold the key. */
+        c->text = ks_llm_redact(p->cfg, hit.response, a);
         c->cached = true;
         c->reply.status = KS_LLM_OK;
         p->stats.cached++;
@@ -145,7 +152,7 @@ static int run_calls(ks_ctx *ctx, ks_llm_proposer *p, call *calls, size_t n, ks_
     }
     if (p->cache == KS_LLM_CACHE_REPLAY || !p->client) {
       c->reply.status = KS_LLM_BAD_REPLY;
-      c->reply.error = "not in the store (--llm-cache replay asks no server)";
+      c->reply.error = REPLAY_MISS;
       p->stats.failed++;
       p->stats.last_error = c->reply.error;
       continue;
@@ -189,9 +196,11 @@ static char *one_line(ks_arena *a, const char *text) {
   return s;
 }
 
-static const char *memory_line(ks_arena *a, const ks_prompt_memory *m) {
-  return ks_arena_printf(a, "%.4f\t%s\t%s", m->speedup, one_line(a, m->techniques),
-                         one_line(a, m->insight));
+static const char *memory_line(ks_arena *a, const ks_llm_config *cfg, const ks_prompt_memory *m) {
+  return ks_llm_redact(cfg,
+                       ks_arena_printf(a, "%.4f\t%s\t%s", m->speedup, one_line(a, m->techniques),
+                                       one_line(a, m->insight)),
+                       a);
 }
 
 static bool memory_parse(ks_arena *a, const char *line, ks_prompt_memory *out) {
@@ -338,7 +347,7 @@ static int summarize(ks_ctx *ctx, ks_llm_proposer *p, ks_arena *a) {
     memory_push(p->memory, &m);
     /* A replay reproduces what was learned: nothing new to store. */
     if (p->store && p->cache != KS_LLM_CACHE_RO && p->cache != KS_LLM_CACHE_REPLAY &&
-        ks_store_memory_put(ctx, p->store, 0, "insight", memory_line(a, &m)))
+        ks_store_memory_put(ctx, p->store, 0, "insight", memory_line(a, p->cfg, &m)))
       ks_warn(ctx, "llm: the insight was not stored: %s", ctx->error);
   }
   s->pending.len = 0;
@@ -497,6 +506,48 @@ static int llm_propose(void *self, ks_ctx *ctx, const ks_node *parent,
 out:
   ks_arena_release(&scratch);
   return rc;
+}
+
+/* ---- the run's account of failures --------------------------------------- */
+
+bool ks_llm_report_failures(ks_ctx *ctx, const ks_llm_totals *totals, unsigned cached,
+                            unsigned failed) {
+  long long client_failed = 0, hard = 0;
+  for (size_t i = 0; i < totals->failures.len; i++) {
+    const ks_llm_failure *f = &totals->failures.items[i];
+    client_failed += f->count;
+    if (f->status != KS_LLM_OVER_BUDGET)
+      hard += f->count;
+  }
+  long long misses = (long long)failed > client_failed ? (long long)failed - client_failed : 0;
+  long long requests = totals->answered + hard + misses;
+  bool never = requests > 0 && totals->answered == 0 && cached == 0;
+  size_t kinds = misses > 0;
+  for (size_t i = 0; i < totals->failures.len; i++)
+    kinds += totals->failures.items[i].status != KS_LLM_OVER_BUDGET;
+  /* Quiet runs (-q) show errors only: a model that never answered is one. */
+  ks_log_level level = never ? KS_LOG_ERROR : KS_LOG_WARN;
+  if (never && kinds == 1) {
+    const char *why = REPLAY_MISS;
+    for (size_t i = 0; misses == 0 && i < totals->failures.len; i++)
+      if (totals->failures.items[i].status != KS_LLM_OVER_BUDGET)
+        why = totals->failures.items[i].error;
+    ks_log(ctx, level, "llm: the model answered none of this run's %lld requests: %s", requests,
+           why);
+    return true;
+  }
+  for (size_t i = 0; i < totals->failures.len; i++) {
+    const ks_llm_failure *f = &totals->failures.items[i];
+    if (f->status != KS_LLM_OVER_BUDGET) /* the budget has its own line */
+      ks_log(ctx, level, "llm: %lld of %lld model requests failed (%s): %s", f->count, requests,
+             ks_llm_status_name(f->status), f->error);
+  }
+  if (misses)
+    ks_log(ctx, level, "llm: %lld of %lld model requests failed: %s", misses, requests,
+           REPLAY_MISS);
+  if (never)
+    ks_log(ctx, level, "llm: the model answered none of this run's %lld requests", requests);
+  return never;
 }
 
 ks_proposer ks_llm_proposer_make(ks_llm_proposer *self) {

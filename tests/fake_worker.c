@@ -16,6 +16,8 @@
  *   slow      sleep 200 ms, then ok
  *   replaydiff in a replay, every captured output differs from its capture
  *             in 3 elements, 1 of them beyond tolerance (else: no diffs)
+ *   env       write the environment, one variable a line, to the file
+ *             $KS_FAKE_WORKER_ENV names, then ok
  * A replay request (which has no candidate) answers as the real worker
  * does: per seed, one output per out/inout buffer, the capture fields set
  * for those with an expect_file.
@@ -95,6 +97,15 @@ static void run(ks_ctx *ctx, ks_arena *arena, const ks_run_request *req, ks_wire
   }
   if (strcmp(mode, "slow") == 0)
     sleep_ms(200);
+  if (strcmp(mode, "env") == 0) {
+    extern char **environ;
+    const char *path = getenv("KS_FAKE_WORKER_ENV");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    for (char **e = environ; f && *e; e++)
+      fprintf(f, "%s\n", *e);
+    if (f)
+      fclose(f);
+  }
   rep->type = KS_WIRE_RUN_REPLY;
   ks_run_result *r = &rep->result;
   if (strcmp(mode, "sticky") == 0) {

@@ -7,7 +7,11 @@
 # key found nowhere (outputs, store, winners, trajectories); an offline
 # replay (--llm-cache replay, the server gone) giving the same winner;
 # --proposer all; a request budget; a project config that names a server,
-# refused; the trajectories export.
+# refused; the trajectories export. Against the fault server
+# (tests/llm_server.py): a model that refuses every request (HTTP 401) says
+# so in one line and fails the run, partial failures warn once per kind, and
+# a server that quotes the key in its answers leaves it in no byte of the
+# store.
 # usage: llm_e2e.sh KERNELSMITH_CC TESTDATA TESTS_DIR
 set -u
 bin=$1
@@ -183,6 +187,83 @@ for line in open(sys.argv[1]):
 assert seen > 0, "the comment never reached a prompt"
 PY
 
+kill $server 2>/dev/null
+wait $server 2>/dev/null
+
+# The fault server (tests/llm_server.py) with one behaviour for every request.
+fault_server() {
+  python3 "$here/llm_server.py" --scenario "$1" >"$tmp/fport" 2>/dev/null &
+  server=$!
+  for _ in $(seq 50); do [ -s "$tmp/fport" ] && break; sleep 0.1; done
+  fport=$(awk '{print $2}' "$tmp/fport")
+  rm -f "$tmp/fport"
+}
+
+# A model that refuses every request (a wrong key: HTTP 401) is not silent:
+# one line with the status and the server's reason (which echoes the key,
+# scrubbed), exit 1; with --proposer all, what the rules found is still
+# stored and shown.
+fault_server 401
+KERNELSMITH_LLM_KEY=$key "$bin" optimize --stand-in-judge --proposer llm --rounds 2 \
+  -k saxpy_kernel --llm-url "http://127.0.0.1:$fport/v1" --llm-model m401 --store "$tmp/f" \
+  "$data/apps" >"$tmp/f.out" 2>"$tmp/f.err"
+rc=$?
+check "401 on every request: exit 1" [ $rc -eq 1 ]
+check "... said in one line: the status, the server's reason, the key scrubbed" sh -c "
+  [ \$(grep -c 'llm:' '$tmp/f.err') -eq 1 ] &&
+  grep 'llm:' '$tmp/f.err' | grep -q 'answered none of .* HTTP 401: authentication_error: invalid key: Bearer \[key\]'"
+check "... the table still shown" grep -q '^saxpy_kernel ' "$tmp/f.out"
+KERNELSMITH_LLM_KEY=$key "$bin" -q optimize --stand-in-judge --proposer all --rounds 2 \
+  -k saxpy_kernel --llm-url "http://127.0.0.1:$fport/v1" --llm-model m401 --store "$tmp/fa" \
+  --json "$data/apps" >"$tmp/fa.json" 2>"$tmp/fa.err"
+rc=$?
+check "--proposer all, 401: exit 1, the error shown under -q" sh -c "[ $rc -eq 1 ] && grep -q 'HTTP 401' '$tmp/fa.err'"
+check "... the rules' results shown and stored" python3 - "$tmp/fa.json" "$tmp/fa/kernelsmith.db" <<'PY'
+import json, sqlite3, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+assert k["proposers"]["rules"]["candidates"] > 0, k["proposers"]
+assert k["llm"]["failed"] > 0 and k["llm"]["children"] == 0, k["llm"]
+db = sqlite3.connect(sys.argv[2])
+assert db.execute("SELECT count(*) FROM variants WHERE proposer = 'rules'").fetchone()[0] > 0
+PY
+kill $server 2>/dev/null
+wait $server 2>/dev/null
+
+# Some requests answered, others refused: a warning per kind, not per
+# request, and the run goes on (exit 0).
+fault_server executor400
+KERNELSMITH_LLM_KEY=$key "$bin" optimize --stand-in-judge --proposer llm --rounds 2 \
+  -k saxpy_kernel --llm-url "http://127.0.0.1:$fport/v1" --llm-model m400 --store "$tmp/e4" \
+  "$data/apps" >/dev/null 2>"$tmp/e4.err"
+rc=$?
+check "executor refused, planner answered: exit 0, one warning for the kind" sh -c "
+  [ $rc -eq 0 ] && [ \$(grep -c 'llm:' '$tmp/e4.err') -eq 1 ] &&
+  grep -q 'warning: llm: [0-9]* of [0-9]* model requests failed (http error): HTTP 400: ' '$tmp/e4.err'"
+kill $server 2>/dev/null
+wait $server 2>/dev/null
+
+# A server that quotes the key in normal answers (the planner's plan too,
+# which travels on into the executor's prompt): the key is in no byte of the
+# store, before and after a checkpoint of its write-ahead log.
+fault_server echokey
+KERNELSMITH_LLM_KEY=$key "$bin" -q optimize --stand-in-judge --proposer llm --rounds 2 \
+  -k saxpy_kernel --llm-url "http://127.0.0.1:$fport/v1" --llm-model echo --store "$tmp/e" \
+  --json "$data/apps" >"$tmp/e.json" 2>"$tmp/e.err"
+rc=$?
+check "a server quoting the key: exit 0, its replies stored with the key scrubbed" python3 - "$rc" "$tmp/e/kernelsmith.db" <<'PY'
+import sqlite3, sys
+assert sys.argv[1] == "0", sys.argv[1]
+db = sqlite3.connect(sys.argv[2])
+plans = db.execute("SELECT count(*) FROM llm_calls WHERE role = 'planner' AND response LIKE '%Bearer [key]%'").fetchone()[0]
+execs = db.execute("SELECT count(*) FROM llm_calls WHERE role = 'executor' AND request LIKE '%Bearer [key]%'").fetchone()[0]
+assert plans > 0 and execs > 0, (plans, execs)
+PY
+check "... the key in no byte of the store file" sh -c "[ \$(cat '$tmp/e'/kernelsmith.db* | grep -ca -- '$key') -eq 0 ]"
+python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute("PRAGMA wal_checkpoint(TRUNCATE)"); db.close()' "$tmp/e/kernelsmith.db"
+check "... nor after a checkpoint" sh -c "[ \$(grep -ca -- '$key' '$tmp/e/kernelsmith.db') -eq 0 ]"
+kill $server 2>/dev/null
+wait $server 2>/dev/null
+
 # The canary key: nowhere in what the tool wrote.
-check "the key appears in no output, store, winner or export" sh -c "! grep -rqa -- '$key' '$tmp'/r1.json '$tmp'/r1.err '$tmp'/r2.json '$tmp'/r2.err '$tmp'/b.json '$tmp'/b.err '$tmp'/p.err '$tmp'/r3.json '$tmp'/r3.err '$tmp'/all '$tmp'/t.jsonl '$tmp'/ti.jsonl '$tmp'/s '$tmp'/b '$tmp'/inj.json '$tmp'/inj.err '$tmp'/inj/.kernelsmith"
+check "the key appears in no output, store, winner or export" sh -c "! grep -rqa -- '$key' '$tmp'/r1.json '$tmp'/r1.err '$tmp'/r2.json '$tmp'/r2.err '$tmp'/b.json '$tmp'/b.err '$tmp'/p.err '$tmp'/r3.json '$tmp'/r3.err '$tmp'/all '$tmp'/t.jsonl '$tmp'/ti.jsonl '$tmp'/s '$tmp'/b '$tmp'/inj.json '$tmp'/inj.err '$tmp'/inj/.kernelsmith '$tmp'/f.out '$tmp'/f.err '$tmp'/f '$tmp'/fa.json '$tmp'/fa.err '$tmp'/fa '$tmp'/e4.err '$tmp'/e4 '$tmp'/e.json '$tmp'/e.err '$tmp'/e"
 [ $fails -eq 0 ]

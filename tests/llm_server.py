@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A local LLM server that misbehaves on request, for tests/test_llm.c.
+"""A local LLM server that misbehaves on request, for tests/test_llm.c and
+tests/llm_e2e.sh.
 
 It serves the OpenAI chat completions API (any path ending in
 /chat/completions) and the Anthropic Messages API (/v1/messages) on
@@ -8,10 +9,17 @@ points at. It prints "PORTS <main> <other>" on stdout once both listen.
 
 The last user message chooses the behaviour: "scenario=NAME id=TAG". A
 scenario ending in "-once" fails on the first attempt of its TAG and answers
-normally after that. GET /_log returns every request both listeners saw
-(method, path, lower-cased headers, body, which listener), in order, so a
-test can check where the key went, the headers, and how many attempts there
-were. Standard library only."""
+normally after that. "--scenario NAME" on the command line is the behaviour
+of messages that name none (an optimize run's prompts, for llm_e2e.sh):
+"401" refuses every request, "echokey" answers each agent with text that
+quotes the credential header it was sent (the planner with a plan that
+parses, so that the quote travels on into the executor's prompt),
+"executor400" answers the planner with a plan and refuses the executor.
+
+GET /_log returns every request both listeners saw (method, path,
+lower-cased headers, body, which listener), in order, so a test can check
+where the key went, the headers, and how many attempts there were.
+Standard library only."""
 import email.utils
 import json
 import re
@@ -22,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG = []
 ATTEMPTS = {}
+DEFAULT_SCENARIO = "ok"
 LOCK = threading.Lock()
 PORTS = {}
 
@@ -99,7 +108,7 @@ class Handler(BaseHTTPRequestHandler):
         msgs = [m for m in req.get("messages", []) if m.get("role") == "user"]
         last = msgs[-1]["content"] if msgs else ""
         m = re.search(r"scenario=(\S+)", last)
-        scenario = m.group(1) if m else "ok"
+        scenario = m.group(1) if m else DEFAULT_SCENARIO
         m = re.search(r"id=(\S+)", last)
         tag = m.group(1) if m else "-"
         with LOCK:
@@ -116,6 +125,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json(404, {"error": {"message": "no such endpoint", "type": "not_found"}})
             return
+        system = req.get("system") or "".join(
+            m.get("content", "") for m in req.get("messages", [])
+            if m.get("role") == "system" and isinstance(m.get("content"), str))
+        self.agent = next((a for a in ("planner", "executor", "summarizer")
+                           if "Your role: the " + a in system), "other")
         try:
             self.behave(api, scenario, tag, attempt, req.get("model", ""))
         except (BrokenPipeError, ConnectionResetError):
@@ -157,6 +171,24 @@ class Handler(BaseHTTPRequestHandler):
             given = self.headers.get("x-api-key") or self.headers.get("Authorization") or ""
             return self.send_json(401, error_body(api, "authentication_error",
                                                   "invalid key: " + given))
+        if base == "echokey":
+            # A normal answer that quotes the credential, as a careless or
+            # hostile server might: in the text and in the model's name.
+            given = self.headers.get("x-api-key") or self.headers.get("Authorization") or ""
+            if self.agent == "planner":
+                text = ("The request came with %s.\n\n**PLAN:**\n1. Keep the kernel as it "
+                        "is; the header was %s.\n\nTECHNIQUE: Echo %s\n" % (given, given, given))
+            elif self.agent == "summarizer":
+                text = "INSIGHT: the header was %s, which any kernel can use.\n" % given
+            else:
+                text = "answer for %s; the header was %s" % (tag, given)
+            return self.send_json(200, reply_body(api, model + " for " + given, text))
+        if base == "executor400":
+            if self.agent == "planner":
+                text = "**PLAN:**\n1. Load x and y as float4.\n\nTECHNIQUE: Vec4 Loads\n"
+                return self.send_json(200, reply_body(api, model, text))
+            return self.send_json(400, error_body(api, "invalid_request_error",
+                                                  "the executor is not served here"))
         if base == "redirect":
             target = "http://127.0.0.1:%d%s" % (PORTS["other"], self.path)
             self.send_response(302)
@@ -221,6 +253,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    global DEFAULT_SCENARIO
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--scenario":
+        DEFAULT_SCENARIO = args[1]
+    elif args:
+        sys.exit("usage: llm_server.py [--scenario NAME]")
     ThreadingHTTPServer.request_queue_size = 64  # a batch connects all at once
     main_srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     other_srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -649,6 +649,7 @@ static const scenario scenarios[] = {
     {"400", KS_LLM_HTTP_ERROR, 1, 400,
      "invalid_request_error: max_tokens: 999999 > 8192, the maximum for this model"},
     {"401", KS_LLM_HTTP_ERROR, 1, 401, "invalid key: "},
+    {"echokey", KS_LLM_OK, 1, 200, NULL}, /* a normal answer that quotes the key */
     {"redirect", KS_LLM_REDIRECT, 1, 302, "redirects to http://127.0.0.1:"},
     {"timeout", KS_LLM_TRANSPORT, 3, 0, "timed out"},
     {"malformed", KS_LLM_BAD_REPLY, 1, 200, "not a JSON object"},
@@ -725,7 +726,16 @@ static void run_faults(ks_llm_api api) {
     assert_int_equal(attempts_seen(log, tags[i]), s->attempts);
     if (s->http_status)
       assert_int_equal(r->http_status, s->http_status);
-    if (s->status == KS_LLM_OK) {
+    if (!strcmp(s->name, "echokey")) {
+      /* Scrubbed in the text and the model's name, nothing else changed. */
+      assert_null(r->error);
+      const char *want = ks_arena_printf(
+          &a, "answer for %s; the header was %s[key]%s", tags[i],
+          api == KS_LLM_ANTHROPIC ? "" : "Bearer ", api == KS_LLM_ANTHROPIC ? " (end)" : "");
+      assert_string_equal(r->text, want);
+      assert_string_equal(r->model, ks_arena_printf(&a, "test-model for %s[key]",
+                                                    api == KS_LLM_ANTHROPIC ? "" : "Bearer "));
+    } else if (s->status == KS_LLM_OK) {
       assert_null(r->error);
       const char *want = ks_arena_printf(&a, "answer for %s%s", tags[i],
                                          api == KS_LLM_ANTHROPIC ? " (end)" : "");
@@ -798,6 +808,24 @@ static void run_faults(ks_llm_api api) {
   assert_int_equal(good->requests, nok);
   assert_int_equal(good->output_tokens, 20 * nok);
   assert_true(fabs(totals.run.cost - good->cost) < 1e-12);
+  /* Failures by kind (a status and the HTTP status), each with its first
+   * sentence: the run's one line per kind comes from these. */
+  assert_int_equal(totals.answered, nok);
+  long long kinds_total = 0;
+  for (size_t k = 0; k < totals.failures.len; k++) {
+    const ks_llm_failure *f = &totals.failures.items[k];
+    kinds_total += f->count;
+    assert_null(strstr(f->error, CANARY));
+    for (size_t m = 0; m < k; m++)
+      assert_false(totals.failures.items[m].status == f->status &&
+                   totals.failures.items[m].http_status == f->http_status);
+    if (f->status == KS_LLM_HTTP_ERROR && f->http_status == 401)
+      assert_true(strstr(f->error, "invalid key: ") && strstr(f->error, "[key]"));
+    if (f->status == KS_LLM_TOO_LARGE)
+      assert_int_equal(f->count, 2); /* big and bignolen: one kind */
+  }
+  assert_int_equal(kinds_total, NSCEN - nok);
+  assert_int_equal(totals.failures.len, NSCEN - nok - 1);
 
   /* Nothing anywhere holds the key. */
   assert_non_null(diag_text);
@@ -969,6 +997,24 @@ static void submit_and_poll(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* Redaction of stored text: every occurrence, only keys long enough to be
+ * secrets (a local server's "EMPTY" or "x" would rewrite the code). */
+static void redaction(void **state) {
+  ks_arena a = KS_ARENA_INIT;
+  ks_llm_config c = {.key = CANARY};
+  const char *t = "a " CANARY " b " CANARY;
+  assert_string_equal(ks_llm_redact(&c, t, &a), "a [key] b [key]");
+  const char *clean = "nothing to hide";
+  assert_ptr_equal(ks_llm_redact(&c, clean, &a), clean);
+  assert_null(ks_llm_redact(&c, NULL, &a));
+  ks_llm_config shortkey = {.key = "x"};
+  const char *code = "float x = y[x];";
+  assert_ptr_equal(ks_llm_redact(&shortkey, code, &a), code);
+  ks_llm_config nokey = {0};
+  assert_ptr_equal(ks_llm_redact(&nokey, t, &a), t);
+  ks_arena_release(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(config_precedence),
@@ -978,6 +1024,7 @@ int main(void) {
       cmocka_unit_test(request_bodies),
       cmocka_unit_test(cache_keys),
       cmocka_unit_test(reply_parsing),
+      cmocka_unit_test(redaction),
       cmocka_unit_test(cost_and_budgets),
       cmocka_unit_test(openai_faults),
       cmocka_unit_test(anthropic_faults),

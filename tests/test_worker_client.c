@@ -6,7 +6,8 @@
  * What must hold: each failure is reported as a status of that one request
  * (CRASHED, TIMEOUT), the call returns within the time limit, and the next
  * request is served by a new process; the process ids the fake reports show
- * the restarts. */
+ * the restarts. And the worker's environment holds what it reads, no API
+ * key. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -199,6 +200,65 @@ static void missing_executable_is_an_error(void **state) {
   unsetenv("KERNELSMITH_WORKER");
 }
 
+/* The worker runs code a model wrote: it gets the variables it reads, not
+ * the API keys (nor anything else) of the shell that started us. */
+static void worker_environment_is_minimal(void **state) {
+  char path[] = "/tmp/ks_worker_env_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  static const char *const secrets[] = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+                                        "KERNELSMITH_LLM_KEY", "AWS_SECRET_ACCESS_KEY",
+                                        "GITHUB_TOKEN", "KS_LLM_KEY", "SOME_OTHER_VARIABLE"};
+  for (size_t i = 0; i < sizeof secrets / sizeof *secrets; i++)
+    setenv(secrets[i], "sk-CANARY-worker-env-5e1f", 1);
+  setenv("KS_FAKE_WORKER_ENV", path, 1);
+  setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  setenv("KERNELSMITH_FAULTS", "none:0", 1);
+  /* Set when the test's own environment lacks them, kept when it has them. */
+  bool set_ubsan = !getenv("UBSAN_OPTIONS"), set_ld = !getenv("LD_LIBRARY_PATH");
+  if (set_ubsan)
+    setenv("UBSAN_OPTIONS", "print_stacktrace=1", 1);
+  if (set_ld)
+    setenv("LD_LIBRARY_PATH", "/opt/fake/lib", 1);
+  char want_ld[4096];
+  snprintf(want_ld, sizeof want_ld, "LD_LIBRARY_PATH=%s\n", getenv("LD_LIBRARY_PATH"));
+  ks_arena a = KS_ARENA_INIT;
+  ks_worker *w = start(5000);
+  ks_run_result r;
+  assert_int_equal(run(w, "env", &a, &r), KS_RUN_OK);
+  ks_worker_stop(w);
+  for (size_t i = 0; i < sizeof secrets / sizeof *secrets; i++)
+    unsetenv(secrets[i]);
+  unsetenv("KS_FAKE_WORKER_ENV");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("KERNELSMITH_FAULTS");
+  if (set_ubsan)
+    unsetenv("UBSAN_OPTIONS");
+  if (set_ld)
+    unsetenv("LD_LIBRARY_PATH");
+
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[8192];
+  bool saw_path = false, saw_cuda = false, saw_faults = false, saw_ubsan = false,
+       saw_ld = false, saw_ks = false;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, "CANARY"))
+      fail_msg("the worker's environment holds a secret: %s", line);
+    saw_path |= !strncmp(line, "PATH=", 5);
+    saw_cuda |= !strcmp(line, "CUDA_VISIBLE_DEVICES=0\n");
+    saw_faults |= !strcmp(line, "KERNELSMITH_FAULTS=none:0\n");
+    saw_ubsan |= !strncmp(line, "UBSAN_OPTIONS=", 14);
+    saw_ld |= !strcmp(line, want_ld);
+    saw_ks |= !strncmp(line, "KS_FAKE_WORKER_ENV=", 19);
+  }
+  fclose(f);
+  unlink(path);
+  assert_true(saw_path && saw_cuda && saw_faults && saw_ubsan && saw_ld && saw_ks);
+  ks_arena_release(&a);
+}
+
 /* The real kernelsmith-worker (found through the build tree or beside this
  * program): without a GPU it answers "no device" to everything, with one it
  * refuses a cubin that is not one. Either way it must speak the protocol. */
@@ -230,6 +290,7 @@ int main(void) {
       cmocka_unit_test(dead_on_arrival),
       cmocka_unit_test(stop_kills_a_hung_worker),
       cmocka_unit_test(missing_executable_is_an_error),
+      cmocka_unit_test(worker_environment_is_minimal),
       cmocka_unit_test(real_worker_answers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
