@@ -231,15 +231,27 @@ static void split_words(ks_arena *arena, const char *text, ks_strings *out) {
   ks_buf_release(&word);
 }
 
+/* Response files read for one command line: nesting and count are capped,
+ * since a file that names itself twice (or two that name each other) would
+ * otherwise be read exponentially often, and the command line comes from a
+ * repository's compile_commands.json. CMake writes one or two per command. */
+enum { KS_RSP_MAX_DEPTH = 4, KS_RSP_MAX_FILES = 16 };
+
+typedef struct rsp_state {
+  int depth;      /* response files being read now, one inside another */
+  unsigned files; /* response files read so far */
+} rsp_state;
+
 static void translate(ks_arena *arena, const char *const *argv, size_t argc, size_t first,
-                      const char *dir, ks_strings *out, int depth);
+                      const char *dir, ks_strings *out, rsp_state *rsp);
 
 /* Response files: nvcc's --options-file (CMake writes its include paths
  * there) and the @file of gcc and clang. */
 static void expand_response_file(ks_arena *arena, const char *path, const char *dir,
-                                 ks_strings *out, int depth) {
-  if (depth > 4)
+                                 ks_strings *out, rsp_state *rsp) {
+  if (rsp->depth >= KS_RSP_MAX_DEPTH || rsp->files >= KS_RSP_MAX_FILES)
     return; /* a response file including itself */
+  rsp->files++;
   const char *full = absolute(arena, path, dir);
   FILE *f = fopen(full, "r");
   if (!f)
@@ -255,26 +267,29 @@ static void expand_response_file(ks_arena *arena, const char *path, const char *
   ks_strings words = {0};
   split_words(arena, text.data, &words);
   ks_buf_release(&text);
-  translate(arena, words.items, words.len, 0, dir, out, depth + 1);
+  rsp->depth++;
+  translate(arena, words.items, words.len, 0, dir, out, rsp);
+  rsp->depth--;
 }
 
 void ks_flags_translate(ks_arena *arena, const char *const *argv, size_t argc, const char *dir,
                         ks_strings *out) {
-  translate(arena, argv, argc, 1, dir, out, 0);
+  rsp_state rsp = {0, 0};
+  translate(arena, argv, argc, 1, dir, out, &rsp);
 }
 
 static void translate(ks_arena *arena, const char *const *argv, size_t argc, size_t first,
-                      const char *dir, ks_strings *out, int depth) {
+                      const char *dir, ks_strings *out, rsp_state *rsp) {
   for (size_t i = first; i < argc; i++) {
     const char *arg = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL, *value = NULL;
     int used = 0;
     bool done = false;
     if (arg[0] == '@' && arg[1]) {
-      expand_response_file(arena, arg + 1, dir, out, depth);
+      expand_response_file(arena, arg + 1, dir, out, rsp);
       continue;
     }
     if (match(arg, next, "--options-file", &value, &used) || match(arg, next, "-optf", &value, &used)) {
-      expand_response_file(arena, value, dir, out, depth);
+      expand_response_file(arena, value, dir, out, rsp);
       i += (size_t)used - 1;
       continue;
     }
@@ -285,9 +300,12 @@ static void translate(ks_arena *arena, const char *const *argv, size_t argc, siz
         done = true;
       }
     }
+    /* An empty macro name or standard is dropped: "-D" alone would make
+     * clang take the next argument for the macro. */
     for (size_t k = 0; !done && k < sizeof value_flags / sizeof *value_flags; k++) {
       if (match(arg, next, value_flags[k].name, &value, &used)) {
-        *ks_array_push(arena, out) = ks_arena_printf(arena, "%s%s", value_flags[k].clang, value);
+        if (*value)
+          *ks_array_push(arena, out) = ks_arena_printf(arena, "%s%s", value_flags[k].clang, value);
         done = true;
       }
     }
@@ -300,7 +318,8 @@ static void translate(ks_arena *arena, const char *const *argv, size_t argc, siz
     }
     if (!done && (match(arg, next, "-std", &value, &used) ||
                   match(arg, next, "--std", &value, &used))) {
-      *ks_array_push(arena, out) = ks_arena_printf(arena, "-std=%s", value);
+      if (*value)
+        *ks_array_push(arena, out) = ks_arena_printf(arena, "-std=%s", value);
       done = true;
     }
     if (done)
