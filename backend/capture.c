@@ -130,7 +130,10 @@ static int get_blob_id(reader *r, const cJSON *o, const char *key, unsigned long
 
 static int hex_value(const char *s, unsigned long long size, ks_arena *a,
                      const unsigned char **out) {
-  if (strlen(s) != 2 * size)
+  /* Not 2 * size: a size of 2^63 + 2 would wrap to 4 and ask the arena
+   * for 2^63 bytes. */
+  size_t n = strlen(s);
+  if (n % 2 || n / 2 != size)
     return -1;
   unsigned char *v = ks_arena_alloc(a, size ? size : 1);
   for (unsigned long long i = 0; i < size; i++) {
@@ -176,6 +179,9 @@ static int read_param(reader *r, const cJSON *j, ks_capture_param *p) {
       get_u64(r, j, "ptr_offset", &p->ptr_offset) || get_blob_id(r, j, "before", &p->before) ||
       get_blob_id(r, j, "after", &p->after))
     return -1;
+  if (p->ptr_offset > p->alloc_size)
+    return bad(r, "launch metadata: parameter %u: 'ptr_offset' %llu is past the end of its "
+                  "allocation (%llu bytes)", p->index, p->ptr_offset, p->alloc_size);
   p->span_lo = 0;
   p->span_hi = p->alloc_size;
   const cJSON *span = field(j, "span");

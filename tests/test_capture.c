@@ -353,6 +353,62 @@ static void length_past_the_end(void **state) {
   free(p);
 }
 
+/* Metadata found by tests/fuzz/fuzz_capture that the reader took (or died
+ * on): a pointer past the end of its allocation, and a size so large that
+ * twice it wraps to the length of the value's hex (the arena was asked for
+ * 2^63 bytes). Each is refused in one line. */
+static void write_launch_json(const char *path, const char *json) {
+  size_t n = strlen(json);
+  unsigned char h[16] = {KS_CAPTURE_REC_LAUNCH};
+  for (int i = 0; i < 8; i++)
+    h[8 + i] = (unsigned char)((unsigned long long)n >> (8 * i));
+  unsigned crc = ks_capture_crc32(0, json, n);
+  unsigned char tail[4] = {(unsigned char)crc, (unsigned char)(crc >> 8),
+                           (unsigned char)(crc >> 16), (unsigned char)(crc >> 24)};
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite(KS_CAPTURE_MAGIC, 1, KS_CAPTURE_MAGIC_LEN, f);
+  fwrite(h, 1, sizeof h, f);
+  fwrite(json, 1, n, f);
+  fwrite(tail, 1, sizeof tail, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+static void fuzz_findings_refused(void **state) {
+  static const struct {
+    const char *param, *want;
+  } cases[] = {
+      {"{\"index\":0,\"offset\":0,\"size\":8,\"kind\":\"pointer\",\"value\":\"0010000000000000\","
+       "\"memory\":\"device\",\"base\":\"0x1000\",\"alloc_size\":64,\"ptr_offset\":75,"
+       "\"before\":null,\"after\":null}",
+       "parameter 0: 'ptr_offset' 75 is past the end of its allocation (64 bytes)"},
+      {"{\"index\":0,\"offset\":0,\"size\":\"0x8000000000000002\",\"kind\":\"scalar\","
+       "\"value\":\"aabb\"}",
+       "parameter 0: 'value' is not 9223372036854775810 bytes of hex"},
+  };
+  const char *path = tmp("fuzz.kscap");
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"kernel\":\"_Z1kPv\",\"launch\":0,\"grid\":[1,1,1],\"block\":[32,1,1],"
+             "\"smem\":0,\"stream\":\"0x0\",\"device\":0,\"api\":\"cuLaunchKernel\","
+             "\"over_limit\":false,\"bytes_needed\":64,\"bytes\":0,\"params\":[%s],"
+             "\"blobs\":[]}",
+             cases[i].param);
+    write_launch_json(path, json);
+    ks_ctx ctx = {0};
+    ks_capture c;
+    int rc = ks_capture_open(&ctx, path, &c);
+    if (!rc)
+      ks_capture_close(&c);
+    char want[512];
+    snprintf(want, sizeof want, "%s: record 1 at byte 8: launch metadata: %s", path,
+             cases[i].want);
+    if (rc != -1 || strcmp(ctx.error, want))
+      fail_msg("case %zu:\n got  %s\n want %s", i, rc ? ctx.error : "(accepted)", want);
+  }
+}
+
 static void names_match_as_documented(void **state) {
   const char *m = "_ZN2ns5scaleIfLi128EEEvPT_i";
   const char *d = "void ns::scale<float, 128>(float*, int)";
@@ -529,6 +585,7 @@ int main(void) {
       cmocka_unit_test(flipped_bytes_are_crc_errors),
       cmocka_unit_test(bad_magic_and_versions),
       cmocka_unit_test(length_past_the_end),
+      cmocka_unit_test(fuzz_findings_refused),
       cmocka_unit_test(names_match_as_documented),
 #ifdef KS_INJECT_APP
       cmocka_unit_test(library_captures_fake_launches),
