@@ -37,13 +37,19 @@ typedef struct ks_store ks_store;
 /* Opens (creating when absent) DIR/kernelsmith.db, DIR usually being
  * `<project root>/.kernelsmith`; the directory is created too. Migrates an
  * older schema; refuses a newer one with a sentence saying so. A locked or
- * corrupt database fails naming the file. */
+ * corrupt database fails naming the file; so does a damaged one (PRAGMA
+ * quick_check), in one line saying what to do, so that nothing is added to
+ * a file readers cannot read. */
 int ks_store_open(ks_ctx *ctx, const char *dir, ks_store **out);
 /* Where the store is by default: `.kernelsmith` in the project root, the
  * nearest directory at or above the current one that holds .kernelsmith or
  * .git (the first one found going up); else in the current directory. */
 const char *ks_store_default_dir(ks_arena *arena);
-/* Opens an existing store read-only (for `status`); fails when absent. */
+/* Opens an existing store read-only (for `status`); fails when absent.
+ * Works where the user may not write the directory (WAL's shared memory
+ * cannot be made there): the file is then read as immutable when it holds
+ * every commit, and refused with a sentence when its log holds some
+ * (docs/store.md, "Several processes at once"). */
 int ks_store_open_readonly(ks_ctx *ctx, const char *dir, ks_store **out);
 void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);

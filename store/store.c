@@ -318,6 +318,11 @@ static int configure(ks_ctx *ctx, ks_store *s) {
   /* The first read of the file: a file that is not a database fails here,
    * before anything is written to it, and so does a newer schema. */
   long long version = 0;
+  if (s->readonly && !s->immutable && ks_fault(ctx, "store_shm")) {
+    s->shm_fault = true;
+    return ks_fail(ctx, "%s: cannot read the schema version: attempt to write a readonly "
+                        "database (injected fault store_shm)", s->path);
+  }
   if (pragma_int(ctx, s, "PRAGMA user_version", "cannot read the schema version", &version)) {
     if (sqlite3_errcode(s->db) == SQLITE_NOTADB)
       return ks_fail(ctx, "%s: file is not a database; move it away to start a new results store.",
@@ -352,6 +357,120 @@ static int configure(ks_ctx *ctx, ks_store *s) {
   return 0;
 }
 
+/* A writer refuses a damaged file. SQLite meets a damaged page only in the
+ * queries that read it, so `optimize` would go on appending runs to a file
+ * `status` cannot read. PRAGMA quick_check reads every page once (the
+ * integrity check of ks_store_check also compares every index with its
+ * table, several times longer): milliseconds for a store of some
+ * megabytes. */
+static int check_quick(ks_ctx *ctx, ks_store *s) {
+  sqlite3_stmt *st = NULL;
+  const char *problem = NULL;
+  char *copy = NULL;
+  int step = SQLITE_ERROR;
+  if (sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL) == SQLITE_OK)
+    step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    if (!t || strcmp((const char *)t, "ok"))
+      problem = copy = ks_xstrdup(t ? (const char *)t : "?");
+  } else {
+    int code = sqlite3_errcode(s->db) & 0xff;
+    if (code != SQLITE_CORRUPT && code != SQLITE_NOTADB) {
+      sqlite3_finalize(st);
+      return store_fail(ctx, s, "cannot check the file");
+    }
+    problem = copy = ks_xstrdup(sqlite3_errmsg(s->db));
+  }
+  sqlite3_finalize(st);
+  int rc = 0;
+  if (problem) {
+    /* One line: SQLite's report may list several problems, one a line. */
+    for (char *c = copy; *c; c++)
+      if (*c == '\n')
+        *c = ' ';
+    rc = ks_fail(ctx,
+                 "%s: the results store is damaged (%s): move its directory away, or give "
+                 "optimize another --store, to start a new one",
+                 s->path, problem);
+  }
+  free(copy);
+  return rc;
+}
+
+/* The file as an SQLite URI naming it immutable: '%', '?' and '#' are
+ * escaped, and the path is absolute (a relative one starting with "//"
+ * would read as an authority). */
+static char *immutable_uri(const char *path) {
+  char *abs = ks_realpath(path);
+  const char *p = abs ? abs : path;
+  ks_buf b = KS_BUF_INIT;
+  ks_buf_adds(&b, "file:");
+  for (; *p; p++) {
+    if (*p == '%' || *p == '?' || *p == '#')
+      ks_buf_addf(&b, "%%%02x", (unsigned char)*p);
+    else
+      ks_buf_addc(&b, *p);
+  }
+  ks_buf_adds(&b, "?immutable=1");
+  free(abs);
+  return ks_buf_detach(&b);
+}
+
+static int open_db(ks_ctx *ctx, ks_store *s, bool immutable) {
+  int flags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  char *uri = immutable ? immutable_uri(s->path) : NULL;
+  int rc = 0;
+  if (sqlite3_open_v2(uri ? uri : s->path, &s->db,
+                      flags | SQLITE_OPEN_NOMUTEX | (uri ? SQLITE_OPEN_URI : 0),
+                      NULL) != SQLITE_OK)
+    rc = s->db ? store_fail(ctx, s, "cannot open")
+               : ks_fail(ctx, "%s: cannot open: out of memory", s->path);
+  free(uri);
+  return rc;
+}
+
+/* A reader that may not write the store's directory (another user's
+ * project, a read-only mount) cannot create the shared-memory file
+ * (kernelsmith.db-shm) that WAL mode reads through, and its first read
+ * fails ("attempt to write a readonly database", or "unable to open").
+ * SQLite's documents (wal.html, "Read-Only Databases"; walformat.html)
+ * say such a process can read a WAL database only while its -wal and
+ * -shm files exist and are readable (they do while a writer has it open,
+ * and SQLite then manages with them read-only), or when the file is
+ * opened as immutable. Immutable ignores the -wal, so it is right only
+ * when everything committed is in the file itself: no -wal, or an empty
+ * one. That is the usual case here: the last connection to close
+ * checkpoints the log and deletes both files. A -wal with content and no
+ * usable -shm (copied without it, or left by a crash) is refused, saying
+ * what to do. Fault site "store_shm" makes the first read fail so
+ * (KERNELSMITH_FAULTS), for tests run by a user who may write anywhere. */
+static bool shm_refused(const ks_store *s) {
+  int code = sqlite3_errcode(s->db) & 0xff;
+  return s->shm_fault || code == SQLITE_READONLY || code == SQLITE_CANTOPEN;
+}
+
+static int read_immutable(ks_ctx *ctx, ks_store *s) {
+  size_t n = strlen(s->path) + sizeof "-wal";
+  char *wal = ks_xmalloc(n);
+  snprintf(wal, n, "%s-wal", s->path);
+  struct stat st;
+  bool has_log = !stat(wal, &st) && st.st_size > 0;
+  free(wal);
+  sqlite3_close_v2(s->db);
+  s->db = NULL;
+  if (has_log)
+    return ks_fail(ctx,
+                   "%s: cannot read it without writing its directory: its log (kernelsmith.db-wal) "
+                   "holds commits not yet in the file; a user who may write there folds them in "
+                   "with `sqlite3 %s 'PRAGMA wal_checkpoint(TRUNCATE)'`, or read a copy of the "
+                   "directory",
+                   s->path, s->path);
+  s->immutable = true;
+  ks_debug(ctx, "%s: the directory is not writable; read as immutable", s->path);
+  return open_db(ctx, s, true) || configure(ctx, s) ? -1 : 0;
+}
+
 static int open_store(ks_ctx *ctx, const char *dir, bool readonly, ks_store **out) {
   *out = NULL;
   ks_store *s = ks_xcalloc(1, sizeof *s);
@@ -362,14 +481,14 @@ static int open_store(ks_ctx *ctx, const char *dir, bool readonly, ks_store **ou
     rc = ks_fail(ctx, "%s: no results store here; run `kernelsmith-cc optimize` first.", s->path);
   else if (!readonly)
     rc = mkdir_p(ctx, dir) || write_gitignore(ctx, dir) ? -1 : 0;
-  if (!rc) {
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    if (sqlite3_open_v2(s->path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
-      rc = s->db ? store_fail(ctx, s, "cannot open")
-                 : ks_fail(ctx, "%s: cannot open: out of memory", s->path);
-  }
+  if (!rc)
+    rc = open_db(ctx, s, false);
   if (!rc)
     rc = configure(ctx, s);
+  if (rc && readonly && s->db && shm_refused(s))
+    rc = read_immutable(ctx, s);
+  if (!rc && !readonly)
+    rc = check_quick(ctx, s);
   if (rc) {
     ks_store_close(s);
     return -1;

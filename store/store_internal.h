@@ -12,6 +12,9 @@ struct ks_store {
   sqlite3 *db;
   char *path;    /* DIR/kernelsmith.db (malloc'd), for every message */
   bool readonly;
+  bool immutable; /* a reader that may not write the directory: the file read
+                     as one nothing changes (store.c, read_immutable) */
+  bool shm_fault; /* fault site store_shm refused the first read */
   int version;   /* the schema version of the file (a read-only store may
                     be older than KS_STORE_SCHEMA_VERSION) */
 };

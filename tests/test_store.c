@@ -24,11 +24,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <grp.h>
+#include <pwd.h>
 #include <sqlite3.h>
 
 #include "ks_eval_json.h"
 #include "ks_fs.h"
 #include "ks_store.h"
+#include "ks_test.h"
 
 static ks_ctx ctx;
 static char tmp[64];       /* this test's scratch directory */
@@ -816,6 +819,176 @@ static void readonly_reads_a_version_2_store(void **state) {
   ks_arena_release(&a);
 }
 
+/* ---- a store the user may not write ------------------------------------- */
+
+/* What a reader that may not write the store's directory reads: the
+ * kernels of run 1 (-1 when the open fails, the error on stderr). */
+static int count_kernels_readonly(const char *dir, bool want_refusal) {
+  ks_ctx c;
+  ks_ctx_init(&c, "reader");
+  c.verbosity = KS_LOG_ERROR;
+  ks_store *r = NULL;
+  ks_arena a = KS_ARENA_INIT;
+  ks_kernel_rows ks = {0};
+  int n = -1;
+  if (ks_store_open_readonly(&c, dir, &r)) {
+    if (!want_refusal)
+      fprintf(stderr, "reader: %s\n", c.error);
+    else if (strstr(c.error, "holds commits not yet in the file") && !strchr(c.error, '\n'))
+      n = 0;
+  } else if (!ks_store_kernels(&c, r, 1, &a, &ks)) {
+    n = (int)ks.len;
+  }
+  ks_store_close(r);
+  ks_arena_release(&a);
+  ks_ctx_release(&c);
+  return n;
+}
+
+static bool exists(const char *dir, const char *name) {
+  return access(ks_test_path(dir, name), F_OK) == 0;
+}
+
+/* In a child that may not write `dir` (made read-only; as root, the child
+ * becomes nobody first): the clean store reads whole, and one whose log
+ * holds commits without its -shm is refused in one sentence. Returns the
+ * child's exit status: 0 ok, 77 when root cannot become another user. */
+static int read_as_other_user(const char *clean, const char *with_log) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (geteuid() == 0) {
+      struct passwd *pw = getpwnam("nobody");
+      uid_t uid = pw ? pw->pw_uid : 65534;
+      gid_t gid = pw ? pw->pw_gid : 65534;
+      if (setgroups(0, NULL) || setgid(gid) || setuid(uid) || !setuid(0))
+        _exit(77);
+    }
+    int n = count_kernels_readonly(clean, false), m = count_kernels_readonly(with_log, true);
+    bool left = exists(clean, "kernelsmith.db-shm") || exists(clean, "kernelsmith.db-wal");
+    if (n != 3 || left || m != 0)
+      fprintf(stderr, "as uid %d: %d kernels (3 expected)%s; with a log: %s\n", (int)geteuid(),
+              n, left ? ", -shm or -wal made" : "", m ? "not refused as expected" : "refused");
+    _exit(n == 3 && !left && !m ? 0 : 1);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+/* status, apply and export read with ks_store_open_readonly; WAL mode's
+ * shared memory needs a writable directory, or the file read as immutable
+ * (store.c, read_immutable). */
+static void readonly_store_the_user_cannot_write(void **state) {
+  ks_store *s = open_store();
+  long long run = new_run(s);
+  new_kernel(s, run, "k");
+  new_kernel(s, run, "k2");
+  ks_store_close(s); /* the last close removes -wal and -shm */
+  /* A copy whose log holds commits: the writer still open. */
+  char with_log[256], cmd[1024];
+  snprintf(with_log, sizeof with_log, "%s/copy/.kernelsmith", tmp);
+  s = open_store();
+  new_kernel(s, run, "k3");
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s/kernelsmith.db' '%s/kernelsmith.db-wal' '%s/'",
+           with_log, store_dir, store_dir, with_log);
+  assert_int_equal(system(cmd), 0);
+  ks_store_close(s);
+  assert_false(exists(store_dir, "kernelsmith.db-wal"));
+  assert_true(exists(with_log, "kernelsmith.db-wal"));
+
+  /* 1. Really without write access. */
+  const char *const dirs[] = {store_dir, with_log};
+  chmod(tmp, 0755); /* mkdtemp's 0700 keeps another user out */
+  for (int i = 0; i < 2; i++) {
+    chmod(ks_test_path(dirs[i], ".."), 0755);
+    chmod(ks_test_path(dirs[i], "kernelsmith.db"), 0444);
+    chmod(dirs[i], 0555);
+  }
+  int st = read_as_other_user(store_dir, with_log);
+  for (int i = 0; i < 2; i++)
+    chmod(dirs[i], 0755);
+  if (st == 77)
+    fprintf(stderr, "readonly_store_the_user_cannot_write: running as root, and it cannot become "
+                    "'nobody' here (no CAP_SETUID?): the permission part is skipped; the fault "
+                    "part below still runs\n");
+  else
+    assert_int_equal(st, 0);
+
+  /* 2. The same path by fault injection (any user, root included): the
+   * first read refused as a directory the user may not write refuses it. */
+  ks_store *r = NULL;
+  assert_int_equal(ks_ctx_set_faults(&ctx, "store_shm:1"), 0);
+  assert_int_equal(ks_store_open_readonly(&ctx, store_dir, &r), 0);
+  ks_arena a = KS_ARENA_INIT;
+  ks_kernel_rows ks = {0};
+  assert_int_equal(ks_store_kernels(&ctx, r, run, &a, &ks), 0);
+  assert_int_equal(ks.len, 3);
+  const char *problem = "unset";
+  assert_int_equal(ks_store_check(&ctx, r, &a, &problem), 0);
+  assert_null(problem);
+  long long id;
+  ks_run_row row = {.command = "optimize"};
+  assert_int_equal(ks_store_run_begin(&ctx, r, &row, &id), -1); /* still read-only */
+  ks_store_close(r);
+  assert_false(exists(store_dir, "kernelsmith.db-shm"));
+  /* A log with commits is not skipped over: refused, saying what to do. */
+  s = open_store();
+  new_kernel(s, run, "k4");
+  assert_true(exists(store_dir, "kernelsmith.db-wal"));
+  assert_int_equal(ks_ctx_set_faults(&ctx, "store_shm:1"), 0);
+  assert_int_equal(ks_store_open_readonly(&ctx, store_dir, &r), -1);
+  assert_non_null(strstr(ctx.error, "kernelsmith.db: cannot read it without writing its directory"));
+  assert_null(strchr(ctx.error, '\n'));
+  ks_ctx_set_faults(&ctx, "");
+  ks_store_close(s);
+  ks_arena_release(&a);
+}
+
+/* A damaged page is met only by the queries that read it: a writer checks
+ * the file when it opens it and refuses a damaged one in one line; a reader
+ * still opens it (status reads what it can). */
+static void damaged_store_is_refused_by_a_writer(void **state) {
+  ks_store *s = open_store();
+  long long run = new_run(s), k = new_kernel(s, run, "k");
+  ks_arena a = KS_ARENA_INIT;
+  for (int i = 0; i < 60; i++) {
+    char hash[32];
+    snprintf(hash, sizeof hash, "h%d", i);
+    long long v = new_variant(s, k, hash, NULL);
+    ks_eval e = full_eval(&a, 1.5);
+    assert_int_equal(ks_store_eval_put(&ctx, s, k, v, &e), 0);
+  }
+  ks_store_close(s);
+  const char *path = ks_test_path(store_dir, "kernelsmith.db");
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_true(st.st_size >= 16 * 4096);
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  char junk[4096];
+  for (size_t i = 0; i < sizeof junk; i++)
+    junk[i] = (char)(i * 37 + 11);
+  /* a page in the middle: the header and the schema (page 1) stay whole */
+  assert_int_equal(fseek(f, (long)(st.st_size / 4096 / 2) * 4096, SEEK_SET), 0);
+  assert_int_equal(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+  fclose(f);
+  s = (ks_store *)&s;
+  assert_int_equal(ks_store_open(&ctx, store_dir, &s), -1);
+  assert_null(s);
+  assert_non_null(strstr(ctx.error, path));
+  assert_non_null(strstr(ctx.error, "the results store is damaged ("));
+  assert_non_null(strstr(ctx.error, "to start a new one"));
+  assert_null(strchr(ctx.error, '\n'));
+  ks_store *r = NULL;
+  assert_int_equal(ks_store_open_readonly(&ctx, store_dir, &r), 0);
+  const char *problem = NULL;
+  assert_int_equal(ks_store_check(&ctx, r, &a, &problem), 0);
+  assert_non_null(problem);
+  ks_store_close(r);
+  ks_arena_release(&a);
+}
+
 static void set_user_version(const char *dir, unsigned v) {
   char path[256];
   snprintf(path, sizeof path, "%s/kernelsmith.db", dir);
@@ -1153,6 +1326,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(version_1_store_is_upgraded, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_reads_and_refuses_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_reads_a_version_2_store, setup, teardown),
+      cmocka_unit_test_setup_teardown(readonly_store_the_user_cannot_write, setup, teardown),
+      cmocka_unit_test_setup_teardown(damaged_store_is_refused_by_a_writer, setup, teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(garbage_file_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(injected_write_fault_leaves_nothing, setup, teardown),
