@@ -1,7 +1,9 @@
 /* ks_profile_run: an application run under the injection library, as
  * `profile` and `verify` both do it.
  *
- *   the library found (ks_inject_lib_find) -> an empty file for its lines
+ *   the library found (ks_inject_lib_find) -> the driver checked
+ *   (ks_profile_driver_ready: without one nothing can be recorded) -> an
+ *   empty file for its lines
  *   (ks_profile_lines_file) -> the application started with
  *   CUDA_INJECTION64_PATH, KERNELSMITH_PROFILE_OUT and the asked-for
  *   environment, its streams and exit status untouched, a ^C left to it
@@ -49,6 +51,12 @@ typedef struct ks_inject_options {
  * (../runtime/inject/) or an installation (../lib/kernelsmith/) puts it
  * relative to this executable. NULL with the sentence the user needs. */
 const char *ks_inject_lib_find(ks_ctx *ctx, ks_arena *a);
+
+/* Whether CUDA can run the application's kernels here, so that the library
+ * has something to record: the NVIDIA driver loads and starts
+ * (ks_cuda_load, released at once). false with the reason in ctx->error
+ * ("no NVIDIA driver found ..."). Fault site "cuda_load" answers false. */
+bool ks_profile_driver_ready(ks_ctx *ctx);
 
 /* A new empty file `dir`/.profile-lines-XXXXXX for the lines, its path
  * absolute (the application may change its directory before CUDA loads the

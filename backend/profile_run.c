@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ks_cuda.h"
 #include "ks_fs.h"
 
 const char *ks_inject_lib_find(ks_ctx *ctx, ks_arena *a) {
@@ -56,6 +57,17 @@ const char *ks_inject_lib_find(ks_ctx *ctx, ks_arena *a) {
                "(it needs CUPTI) or set KERNELSMITH_INJECT_LIB",
           exe, exe);
   return NULL;
+}
+
+bool ks_profile_driver_ready(ks_ctx *ctx) {
+  /* cuInit here costs the application nothing: it runs in its own process
+   * (exec'd), and cuInit makes no context, so an exclusive-process GPU
+   * stays free for it. */
+  ks_cuda cu;
+  if (ks_cuda_load(ctx, &cu))
+    return false;
+  ks_cuda_unload(&cu);
+  return true;
 }
 
 const char *ks_profile_lines_file(ks_ctx *ctx, ks_arena *a, const char *dir) {

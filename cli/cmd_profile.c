@@ -1,7 +1,9 @@
 /* kernelsmith-cc profile: which kernels of an application take the GPU's
  * time.
  *
- *   the injection library found -> the application run with it
+ *   the injection library found -> the driver checked (without one the
+ *   application runs all the same, after a warning) -> the application run
+ *   with it
  *   (CUDA_INJECTION64_PATH; backend/profile_run.c), its streams and exit
  *   status untouched -> the
  *   JSON lines it left added up (backend/profile.c) -> the sources scanned
@@ -272,6 +274,13 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
     co.capture_path = ks_arena_printf(&arena, "%s/capture.kscap", abs ? abs : dir);
     free(abs);
   }
+  /* Without a driver the application still runs (the user asked for it),
+   * but CUDA neither loads the library nor runs a kernel: said first, so
+   * that an empty profile is not a surprise. */
+  bool driver = ks_profile_driver_ready(ctx);
+  if (!driver)
+    ks_warn(ctx, "%s; %s runs all the same, but no kernel of it can be recorded", ctx->error,
+            cmd[0]);
   int status = 0;
   if (ks_profile_run_app(ctx, cmd, lib, lines, &co, &status)) {
     ks_error(ctx, "%s", ctx->error);
@@ -302,9 +311,13 @@ static int run_profile(ks_ctx *ctx, int argc, char **argv) {
                                  .max_rows = (size_t)rows};
   ks_profile_print(stderr, &p, &po);
   capture_report(ctx, &co);
-  fprintf(stderr, "profile written to %s; search the hottest kernels with: kernelsmith-cc "
-                  "optimize --profile %s\n",
-          out_path, out_path);
+  if (p.kernels.len)
+    fprintf(stderr, "profile written to %s; search the hottest kernels with: kernelsmith-cc "
+                    "optimize --profile %s\n",
+            out_path, out_path);
+  else /* nothing to optimize from it */
+    fprintf(stderr, "profile written to %s; it holds no kernel%s\n", out_path,
+            driver ? "" : " (no working NVIDIA driver: see above)");
   ks_profile_release(&p);
 out:
   ks_source_args_release(&src);

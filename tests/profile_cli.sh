@@ -6,11 +6,20 @@
 # through untouched, the profile's shares and definitions, a crash (kill -9)
 # still leaves a profile, usage errors, and `optimize --profile` searching
 # only the hot kernels (with the stand-in judge).
-# usage: profile_cli.sh KERNELSMITH_CC TESTDATA
+# Without an NVIDIA driver the application still runs, after one line
+# saying so, and an empty profile suggests nothing to optimize.
+# usage: profile_cli.sh KERNELSMITH_CC TESTDATA FAKE_CUDA_DIR
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 data=$(cd "$2" && pwd)
+fake_cuda=$(cd "${3:?usage: profile_cli.sh KERNELSMITH_CC TESTDATA FAKE_CUDA_DIR}" && pwd)
 . "$(dirname "$0")/check.sh"
+
+# profile ARGS...: kernelsmith-cc profile as on a machine with a driver,
+# the CPU stand-in for libcuda.so.1 (tests/fake_cuda.c) answering its
+# check; the shell applications below never load it. Without a driver is
+# tested by itself (section 7).
+profile() { LD_LIBRARY_PATH=$fake_cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$bin" profile "$@"; }
 
 # The application's own processes never load it; it only has to exist.
 : >"$tmp/libfake_inject.so"
@@ -52,7 +61,7 @@ echo "injected: $CUDA_INJECTION64_PATH" >&2
 exit 3
 EOF
 mkdir "$tmp/out"
-echo "hello" | "$bin" profile -o "$tmp/out/p.json" "$data/apps" -- sh "$tmp/app.sh" 'a b' c \
+echo "hello" | profile -o "$tmp/out/p.json" "$data/apps" -- sh "$tmp/app.sh" 'a b' c \
   >"$tmp/1.out" 2>"$tmp/1.err"
 rc=$?
 check "exit status is the application's" [ $rc -eq 3 ]
@@ -95,7 +104,7 @@ printf '{"type":"kernel","name":"%s","grid":[1,' $SAXPY >>"$KERNELSMITH_PROFILE_
 echo "about to crash"
 kill -9 $$
 EOF
-"$bin" profile -o "$tmp/crash.json" "$data/apps" -- sh "$tmp/crash.sh" >"$tmp/2.out" 2>"$tmp/2.err" </dev/null
+profile -o "$tmp/crash.json" "$data/apps" -- sh "$tmp/crash.sh" >"$tmp/2.out" 2>"$tmp/2.err" </dev/null
 rc=$?
 check "crash: exit status 128+9" [ $rc -eq 137 ]
 check "crash: stdout passes" [ "$(cat "$tmp/2.out")" = "about to crash" ]
@@ -111,7 +120,7 @@ assert d["kernels"][0]["source"]["qualified_name"] == "gelu_forward_kernel", d' 
 # 3. The default output: .kernelsmith/profile.json in the project root.
 mkdir -p "$tmp/proj/.git" "$tmp/proj/sub"
 cp -r "$data/apps/saxpy" "$tmp/proj/sub/"
-(cd "$tmp/proj/sub" && echo | "$bin" profile -- sh "$tmp/app.sh" >/dev/null 2>"$tmp/3.err")
+(cd "$tmp/proj/sub" && echo | profile -- sh "$tmp/app.sh" >/dev/null 2>"$tmp/3.err")
 check "default output in the project root" [ -f "$tmp/proj/.kernelsmith/profile.json" ]
 check "default output: mapped below the current directory" \
   grep -Eq '^ +1  saxpy_kernel.*  saxpy/saxpy\.cu:17$' "$tmp/3.err"
@@ -127,29 +136,29 @@ cd /
 start
 kline $SAXPY 0 1000
 EOF
-(cd "$tmp" && "$bin" profile -o rel.json "$data/apps/saxpy" -- sh cd.sh >/dev/null 2>&1)
+(cd "$tmp" && profile -o rel.json "$data/apps/saxpy" -- sh cd.sh >/dev/null 2>&1)
 check "relative output, the application changes directory" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["launches"] == 1 and d["kernels"][0]["source"]["line"] == 17, d' "$tmp/rel.json"
 
 # 4. Errors.
-"$bin" profile -o "$tmp/x.json" >/dev/null 2>"$tmp/4a.err"
+profile -o "$tmp/x.json" >/dev/null 2>"$tmp/4a.err"
 check "no command: exit 2" [ $? -eq 2 ]
 check "no command: said" grep -q "no command to profile" "$tmp/4a.err"
-"$bin" profile -o "$tmp/x.json" -- "$tmp/no-such-app" >/dev/null 2>"$tmp/4b.err"
+profile -o "$tmp/x.json" -- "$tmp/no-such-app" >/dev/null 2>"$tmp/4b.err"
 check "a command that does not exist: exit 127" [ $? -eq 127 ]
 check "a command that does not exist: said" grep -q "cannot run '$tmp/no-such-app'" "$tmp/4b.err"
-KERNELSMITH_INJECT_LIB=$tmp/missing.so "$bin" profile -o "$tmp/x.json" -- true >/dev/null 2>"$tmp/4c.err"
+KERNELSMITH_INJECT_LIB=$tmp/missing.so profile -o "$tmp/x.json" -- true >/dev/null 2>"$tmp/4c.err"
 check "no injection library: exit 1, one line" [ $? -eq 1 ] && [ "$(wc -l <"$tmp/4c.err")" -eq 1 ]
 check "no injection library: named" grep -q "KERNELSMITH_INJECT_LIB=$tmp/missing.so: no such file" "$tmp/4c.err"
-"$bin" profile -o "$tmp/no-dir/x.json" -- true >/dev/null 2>"$tmp/4d.err"
+profile -o "$tmp/no-dir/x.json" -- true >/dev/null 2>"$tmp/4d.err"
 check "no output directory: exit 1" [ $? -eq 1 ]
 printf 'not json\n{"type":"end"}\n' >"$tmp/bad-lines"
 cat >"$tmp/bad.sh" <<'EOF'
 cat "$(dirname "$0")/bad-lines" >>"$KERNELSMITH_PROFILE_OUT"
 EOF
-"$bin" profile -o "$tmp/bad.json" -- sh "$tmp/bad.sh" >/dev/null 2>"$tmp/4e.err"
+profile -o "$tmp/bad.json" -- sh "$tmp/bad.sh" >/dev/null 2>"$tmp/4e.err"
 check "malformed lines: exit 1, file:line" [ $? -eq 1 ] && grep -q "\.profile-lines-.*:1: not a JSON object" "$tmp/4e.err"
 check "malformed lines: kept" [ -n "$(ls "$tmp"/.profile-lines-* 2>/dev/null)" ]
 
@@ -186,7 +195,7 @@ cat >"$tmp/nospec.sh" <<'EOF'
 start
 kline _ZN3hot4axpyEPfPKffi 0 1000
 EOF
-"$bin" profile -o "$tmp/nospec.json" "$data/profile" -- sh "$tmp/nospec.sh" >/dev/null 2>&1
+profile -o "$tmp/nospec.json" "$data/profile" -- sh "$tmp/nospec.sh" >/dev/null 2>&1
 "$bin" optimize --stand-in-judge --profile "$tmp/nospec.json" --store "$tmp/s3" "$data/profile" \
   >/dev/null 2>"$tmp/5e.err"
 check "no spec: exit 1" [ $? -eq 1 ]
@@ -194,10 +203,10 @@ check "no spec: one line on how to get one" \
   grep -q "hot::axpy has neither a spec nor captured launches, so it is not searched: write a spec (docs/spec.md) or capture its inputs with kernelsmith-cc profile --capture axpy -- YOUR_APP" "$tmp/5e.err"
 
 # Capture's options: --launches and --capture-limit only with --capture.
-"$bin" profile --launches 2 -- true >/dev/null 2>"$tmp/6.err"
+profile --launches 2 -- true >/dev/null 2>"$tmp/6.err"
 check "--launches without --capture: usage error" [ $? -eq 2 ]
 check "... saying what it goes with" grep -q "go with --capture" "$tmp/6.err"
-"$bin" profile --capture saxpy_kernel --launches 0 -- true >/dev/null 2>&1
+profile --capture saxpy_kernel --launches 0 -- true >/dev/null 2>&1
 check "--launches 0: usage error" [ $? -eq 2 ]
 
 # Sampling, the default: the library is asked for 20% after 2 s; a sampled
@@ -212,7 +221,7 @@ kline $SAXPY 300000 200000
 echo '{"type":"count","pid":1,"name":"_Z12saxpy_kernelifPfS_","launches":8}' >>"$KERNELSMITH_PROFILE_OUT"
 echo '{"type":"end","kernels":2,"time_ns":2}' >>"$KERNELSMITH_PROFILE_OUT"
 EOF
-"$bin" profile -o "$tmp/sampled.json" "$data/apps" -- sh "$tmp/sampled.sh" \
+profile -o "$tmp/sampled.json" "$data/apps" -- sh "$tmp/sampled.sh" \
   >/dev/null 2>"$tmp/sampled.err"
 check "default sampling: exit 0" [ $? -eq 0 ]
 check "... the profile says it, totals estimated" python3 -c "
@@ -221,7 +230,7 @@ k=p['kernels'][0]
 sys.exit(0 if p['sample_percent'] == 20 and p['sample_after_ms'] == 2000 and k['launches'] == 8
          and k['sampled_launches'] == 2 and abs(k['total_ms'] - 1.6) < 1e-9 else 1)"
 check "... and the table's note" grep -q "note: sampled: every launch was counted, and kernels were timed 20% of the time after the first 2.0 s; for 1 kernel the total is" "$tmp/sampled.err"
-"$bin" profile --sample 25 --sample-after 0 -o "$tmp/sampled25.json" "$data/apps" -- \
+profile --sample 25 --sample-after 0 -o "$tmp/sampled25.json" "$data/apps" -- \
   sh "$tmp/sampled.sh" >/dev/null 2>&1
 check "--sample 25 --sample-after 0: asked for" python3 -c "
 import json,sys; p=json.load(open('$tmp/sampled25.json'))
@@ -230,23 +239,53 @@ sys.exit(0 if p['sample_percent'] == 25 and p['sample_after_ms'] == 0 else 1)"
 cat >"$tmp/exact.sh" <<'EOF'
 echo "sample=${KERNELSMITH_PROFILE_SAMPLE:-none}"
 EOF
-"$bin" profile --sample 100 -o "$tmp/exact.json" -- sh "$tmp/exact.sh" >"$tmp/exact.out" 2>/dev/null
+profile --sample 100 -o "$tmp/exact.json" -- sh "$tmp/exact.sh" >"$tmp/exact.out" 2>/dev/null
 check "--sample 100: no sampling asked for" grep -qx "sample=none" "$tmp/exact.out"
-"$bin" profile --sample 101 -- true >/dev/null 2>&1
+profile --sample 101 -- true >/dev/null 2>&1
 check "--sample 101: usage error" [ $? -eq 2 ]
-"$bin" profile --sample-after -5 -- true >/dev/null 2>&1
+profile --sample-after -5 -- true >/dev/null 2>&1
 check "--sample-after -5: usage error" [ $? -eq 2 ]
 
 # Byte counts take K, M and G.
 cat >"$tmp/window.sh" <<'EOF'
 echo "window=$KERNELSMITH_CAPTURE_WINDOW limit=$KERNELSMITH_CAPTURE_LIMIT"
 EOF
-"$bin" profile --capture saxpy_kernel --capture-window 64M --capture-limit 2GiB \
+profile --capture saxpy_kernel --capture-window 64M --capture-limit 2GiB \
   -o "$tmp/window.json" -- sh "$tmp/window.sh" >"$tmp/window.out" 2>/dev/null
 check "--capture-window 64M --capture-limit 2GiB: in bytes" \
   grep -qx "window=67108864 limit=2147483648" "$tmp/window.out"
-"$bin" profile --capture saxpy_kernel --capture-window 64X -- true >/dev/null 2>&1
+profile --capture saxpy_kernel --capture-window 64X -- true >/dev/null 2>&1
 check "--capture-window 64X: usage error" [ $? -eq 2 ]
+
+# 7. No NVIDIA driver (the loader's fault site stands for a missing one,
+#    on any machine): one line first, the application runs as asked, and an
+#    empty profile suggests nothing.
+cat >"$tmp/nogpu.sh" <<'EOF'
+echo "ran: $*"
+echo "app stderr" >&2
+exit 4
+EOF
+KERNELSMITH_FAULTS=cuda_load:1 profile -o "$tmp/nodrv.json" -- sh "$tmp/nogpu.sh" x \
+  >"$tmp/7.out" 2>"$tmp/7.err"
+check "no driver: the application's exit status" [ $? -eq 4 ]
+check "no driver: the application ran" grep -qx "ran: x" "$tmp/7.out"
+check "no driver: said first, in one line" [ "$(head -n 1 "$tmp/7.err")" = "kernelsmith-cc: warning: no NVIDIA driver found (libcuda.so.1 could not be loaded): GPU commands need one; sh runs all the same, but no kernel of it can be recorded" ]
+check "no driver: then the application's stderr" [ "$(sed -n 2p "$tmp/7.err")" = "app stderr" ]
+check "no driver: the profile is written, empty" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["kernels"] == [] and d["launches"] == 0 and d["exit_status"] == 4, d' "$tmp/nodrv.json"
+check "no driver: no optimize suggested" bash -c "! grep -q 'optimize --profile' '$tmp/7.err'"
+check "no driver: the last line says why it is empty" [ "$(tail -n 1 "$tmp/7.err")" = "profile written to $tmp/nodrv.json; it holds no kernel (no working NVIDIA driver: see above)" ]
+# A machine really without one (skipped where a driver is installed).
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  "$bin" profile -o "$tmp/nodrv2.json" -- sh "$tmp/nogpu.sh" >/dev/null 2>"$tmp/7b.err"
+  check "no driver installed: said first" grep -q "^kernelsmith-cc: warning: no NVIDIA driver found" <(head -n 1 "$tmp/7b.err")
+fi
+# With a driver, a run without kernels: no warning, and nothing suggested.
+profile -o "$tmp/nokern.json" -- true >/dev/null 2>"$tmp/7c.err"
+check "no kernel ran: no driver warning" bash -c "! grep -q 'warning' '$tmp/7c.err'"
+check "no kernel ran: no optimize suggested" [ "$(tail -n 1 "$tmp/7c.err")" = "profile written to $tmp/nokern.json; it holds no kernel" ]
 
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
