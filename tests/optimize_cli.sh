@@ -48,24 +48,88 @@ assert all(k["best_speedup"] > 1 for k in d["kernels"]), d' "$tmp/status.json"
 "$bin" optimize --resume --store "$tmp/s1" >/dev/null 2>"$tmp/resume-done.err"
 check "resume of a finished run: refused" grep -q "nothing to resume" "$tmp/resume-done.err"
 
+# A store the user may not write is read all the same (SQLite's WAL needs
+# a writable directory for its shared memory; store.c reads such a store
+# as immutable). For real: the store made read-only and read as a user
+# who is not its owner (as root, 'nobody' through setpriv; skipped, saying
+# why, where that cannot be done); and through the store's fault site,
+# which stands for it on any machine.
+ro=$tmp/ro/.kernelsmith
+mkdir -p "$tmp/ro" "$tmp/ro-out" && cp "$tmp/s1/kernelsmith.db" "$ro.db" && mkdir "$ro" &&
+  mv "$ro.db" "$ro/kernelsmith.db"
+chmod 0444 "$ro/kernelsmith.db" && chmod 0555 "$ro" && chmod 0755 "$tmp" "$tmp/ro" && chmod 0777 "$tmp/ro-out"
+as_reader=()
+if [ "$(id -u)" = 0 ]; then
+  if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+    as_reader=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  else
+    as_reader=(skip)
+    echo "skip read-only store as another user: running as root without setpriv or CAP_SETUID"
+  fi
+fi
+if [ "${as_reader[0]:-}" != skip ]; then
+  "${as_reader[@]}" "$bin" status --store "$ro" >"$tmp/ro.out" 2>&1
+  check "read-only store: status reads it" grep -Eq "^1 +.* done +evolve" "$tmp/ro.out"
+  "${as_reader[@]}" "$bin" export --trajectories "$tmp/ro-out/t.jsonl" --store "$ro" >/dev/null 2>"$tmp/ro.err"
+  check "read-only store: export reads it" [ -s "$tmp/ro-out/t.jsonl" ]
+  check "read-only store: nothing written beside it" [ "$(ls -A "$ro")" = kernelsmith.db ]
+fi
+chmod 0755 "$ro"
+KERNELSMITH_FAULTS=store_shm:1 "$bin" status --store "$tmp/s1" >"$tmp/ro2.out" 2>&1
+check "a store whose directory refuses its shared memory: status reads it" \
+  grep -Eq "^1 +.* done +evolve" "$tmp/ro2.out"
+
+# A damaged store: optimize refuses it in one line, and leaves it as it was.
+mkdir "$tmp/bad"
+python3 - "$tmp/s1/kernelsmith.db" "$tmp/bad/kernelsmith.db" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+page = len(data) // 4096 // 2 * 4096   # a page in the middle: the header stays whole
+data[page:page + 4096] = bytes((i * 37 + 11) % 256 for i in range(4096))
+open(sys.argv[2], "wb").write(data)
+PY
+cp "$tmp/bad/kernelsmith.db" "$tmp/bad.copy"
+"$bin" -q optimize --stand-in-judge --rounds 1 -k saxpy_kernel --store "$tmp/bad" "$data/apps/saxpy" \
+  >/dev/null 2>"$tmp/bad.err"
+check "damaged store: optimize refuses it, exit 1" [ $? -eq 1 ]
+check "damaged store: in one line, saying what to do" \
+  grep -Eq "^kernelsmith-cc: error: .*/bad/kernelsmith.db: the results store is damaged \(.*\): move its directory away, or give optimize another --store, to start a new one$" "$tmp/bad.err"
+check "damaged store: one line" [ "$(wc -l <"$tmp/bad.err")" -eq 1 ]
+check "damaged store: left as it was" cmp -s "$tmp/bad/kernelsmith.db" "$tmp/bad.copy"
+
 # The time fast kernels leave goes to a slow kernel the budget stopped
 # early (here gelu, first in the order, at 200 ms per evaluation): its
 # search continues after the others and gets more than its equal share.
+# The budget counts from the start of the searches, and the check takes
+# the fast kernels' own times from the JSON, so that a slow or loaded
+# machine changes the numbers, not the verdict: gelu's first share is a
+# third of the 24 s; what saxpy and gemv leave of the rest is its second
+# pass, when that is at least 5 s.
 KS_STANDIN_SLOW=gelu:200 "$bin" -q optimize --stand-in-judge --rounds 40 --patience 3 --max-seconds 24 \
   -k gelu_forward_kernel -k saxpy_kernel -k gemv_kernel --store "$tmp/s4" --json "$data/apps" \
   >"$tmp/s4.json" 2>/dev/null
 check "time budget: a slow kernel gets the time the fast ones left" python3 -c '
 import json, sys
 ks = {k["kernel"]: k for k in json.load(open(sys.argv[1]))["kernels"]}
-g = ks["gelu_forward_kernel"]
-assert g["seconds"] > 24 / 3 + 2, g
-assert ks["saxpy_kernel"]["stopped_by"] != "budget", ks["saxpy_kernel"]' "$tmp/s4.json"
+g, fast = ks["gelu_forward_kernel"], [ks["saxpy_kernel"], ks["gemv_kernel"]]
+assert all(k["stopped_by"] != "budget" for k in fast), fast
+used = sum(k["seconds"] for k in fast)
+left = 24 - 24 / 3 - used
+if left >= 5 + 1:    # a second pass: more than its equal share ...
+    assert g["seconds"] > 24 / 3 + 2, (g["seconds"], used)
+    if g["stopped_by"] == "budget":  # ... all the others left, unless it converged
+        assert g["seconds"] > 24 - used - 2, (g["seconds"], used)
+elif left < 5 - 1:   # none: the time left was under 5 s
+    assert g["seconds"] < 24 / 3 + 2, (g["seconds"], used)
+assert g["seconds"] + used < 24 + 3, (g["seconds"], used)  # and the budget holds' \
+  "$tmp/s4.json"
 
-# A run its time budget stopped is 'stopped', and --resume gives it more time.
-"$bin" -q optimize --stand-in-judge --max-seconds 2 -k saxpy_kernel --store "$tmp/s3" \
-  "$data/apps" >/dev/null 2>&1
+# A run its time budget stopped is 'stopped', and --resume gives it more
+# time (200 ms an evaluation: 2 s stop it on any machine).
+KS_STANDIN_SLOW=saxpy:200 "$bin" -q optimize --stand-in-judge --max-seconds 2 -k saxpy_kernel \
+  --store "$tmp/s3" "$data/apps" >/dev/null 2>&1
 "$bin" status --store "$tmp/s3" --json >"$tmp/s3a.json" 2>&1
-"$bin" -q optimize --resume --store "$tmp/s3" >/dev/null 2>&1
+KS_STANDIN_SLOW=saxpy:200 "$bin" -q optimize --resume --store "$tmp/s3" >/dev/null 2>&1
 "$bin" status --store "$tmp/s3" --json >"$tmp/s3b.json" 2>&1
 check "time budget: stopped, and a resume judges more" python3 -c '
 import json, sys
