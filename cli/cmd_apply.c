@@ -3,13 +3,16 @@
  * every launch site dispatched (backend/emit_*.c, docs/apply.md), the
  * runtime header added once at the project root. By default a unified diff
  * on stdout; with --write the files are replaced safely (hash checked, temp
- * file, fsync, rename: support/ks_safe_write.h). */
+ * file, fsync, rename: support/ks_safe_write.h), recorded before and after
+ * (applied.h) so that revert undoes even an interrupted apply, and confined
+ * to the project root. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "applied.h"
 #include "ks_buf.h"
@@ -56,8 +59,11 @@ static const char usage[] =
     "                       stored winner, once the judge calls it FAST on this\n"
     "                       GPU (as 'check --variant' does)\n"
     "      --write          edit the files in place: each one only if it is still\n"
-    "                       what was read, through a temporary file and a rename;\n"
-    "                       'kernelsmith-cc revert' undoes it\n"
+    "                       what was read, through a temporary file and a rename,\n"
+    "                       recorded first; 'kernelsmith-cc revert' undoes it, also\n"
+    "                       when it was interrupted. Only files inside the project\n"
+    "                       (the directory holding the store) are written, never\n"
+    "                       through a symbolic link that leads out of it\n"
     "      --export-fixes FILE  also write the edits as clang-tidy's replacements\n"
     "                       YAML (clang-apply-replacements reads it); the\n"
     "                       dispatch header is then written at the project root\n"
@@ -67,7 +73,9 @@ static const char usage[] =
     "  -h, --help           show this help\n"
     "\n"
     "Exit status: 0 when everything asked for was applied (or there was nothing\n"
-    "to apply), 1 on failure, 2 on a usage error.\n";
+    "to apply, which a line says), 1 on failure, when a kernel asked for with -k\n"
+    "is not applied (refused, or without a winner) or a file is not written, 2 on\n"
+    "a usage error.\n";
 
 const ks_command ks_cmd_apply;
 
@@ -137,6 +145,115 @@ static const char *relative(ks_arena *a, const char *from, const char *target) {
   return r;
 }
 
+static bool is_below(const char *root, const char *path) {
+  size_t n = strlen(root);
+  while (n && root[n - 1] == '/')
+    n--;
+  return !strncmp(path, root, n) && path[n] == '/' && path[n + 1];
+}
+
+/* `path` absolute, its "." and ".." folded as written (arena): the name a
+ * walk gave, not where its links lead. */
+static const char *lexical_abs(ks_arena *a, const char *path) {
+  ks_buf in = KS_BUF_INIT, out = KS_BUF_INIT;
+  if (path[0] != '/') {
+    char *cwd = getcwd(NULL, 0);
+    ks_buf_addf(&in, "%s/", cwd ? cwd : "");
+    free(cwd);
+  }
+  ks_buf_adds(&in, path);
+  for (const char *p = in.data; *p;) {
+    while (*p == '/')
+      p++;
+    const char *end = strchr(p, '/');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 2 && !strncmp(p, "..", 2)) {
+      while (out.len && out.data[--out.len] != '/')
+        continue;
+      if (out.data)
+        out.data[out.len] = '\0';
+    } else if (n && !(n == 1 && *p == '.')) {
+      ks_buf_addc(&out, '/');
+      ks_buf_add(&out, p, n);
+    }
+    p += n;
+  }
+  const char *r = ks_arena_strdup(a, out.len ? out.data : "/");
+  ks_buf_release(&in);
+  ks_buf_release(&out);
+  return r;
+}
+
+typedef struct link_search {
+  ks_arena *a;
+  const char *root, *want, *found;
+} link_search;
+
+static int find_link(const char *path, void *data) {
+  link_search *s = data;
+  char *real = ks_realpath(path);
+  if (real && !strcmp(real, s->want)) {
+    const char *named = lexical_abs(s->a, path);
+    if (is_below(s->root, named))
+      s->found = named;
+  }
+  free(real);
+  return s->found != NULL;
+}
+
+/* The name a scanned file (its links resolved) has inside the project:
+ * itself when it lies below the root, else the path, found by walking the
+ * scanned paths again, of a link below the root that leads to it; NULL when
+ * there is none. */
+static const char *project_path(ks_arena *a, const char *root, const ks_scan_options *so,
+                                const char *file) {
+  if (is_below(root, file))
+    return file;
+  link_search s = {a, root, file, NULL};
+  ks_ctx quiet;
+  ks_ctx_init(&quiet, "apply");
+  quiet.verbosity = KS_LOG_ERROR;
+  for (size_t i = 0; i < so->npaths && !s.found; i++)
+    ks_walk(&quiet, so->paths[i], find_link, &s);
+  ks_ctx_release(&quiet);
+  return s.found;
+}
+
+/* apply --write (and --export-fixes' header): the changes written and
+ * recorded (applied.h), each said on `says_to` once made. A failure says
+ * which file was not written and what was changed before it. */
+static int write_changes(ks_ctx *ctx, ks_arena *a, const char *dir, ks_applied_change *all,
+                         size_t n, const char *hsaid, const char *const *said, FILE *says_to) {
+  ks_applied_log log;
+  if (ks_applied_open(ctx, dir, true, a, &log)) {
+    ks_error(ctx, "%s (nothing was changed)", ctx->error);
+    ks_applied_close(&log);
+    return -1;
+  }
+  int rc = ks_applied_write(ctx, &log, all, n, a);
+  ks_applied_close(&log);
+  size_t written = 0;
+  ks_buf names = KS_BUF_INIT;
+  for (size_t i = 0; i < n; i++) {
+    if (!all[i].written)
+      continue;
+    fprintf(says_to, "%s\n", hsaid && i == 0 ? hsaid : said[i - (hsaid != NULL)]);
+    ks_buf_addf(&names, "%s%s", written++ ? ", " : "", all[i].rel);
+  }
+  fflush(says_to);
+  if (rc) {
+    ks_error(ctx, "%s", ctx->error);
+    if (written)
+      ks_error(ctx, "apply stopped after changing %zu of %zu files (%s): 'kernelsmith-cc "
+                    "revert' undoes %s",
+               written, n, names.data, written == 1 ? "it" : "them");
+    else
+      ks_error(ctx, "apply stopped: nothing was changed");
+  }
+  ks_buf_release(&names);
+  return rc;
+}
+
 /* A YAML double-quoted scalar. */
 static void yaml_string(ks_buf *b, const char *s, size_t n) {
   ks_buf_addc(b, '"');
@@ -188,9 +305,12 @@ static bool named(const ks_strings *names, const char *name) {
   return false;
 }
 
+/* `*refused` is set when a kernel asked for by name is not applied (or
+ * has no winner): apply then exits 1. */
 static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_scan *scan,
                          const char *const *names, size_t nnames, double min_speedup,
-                         const ks_strings *not_faster, winners *wins, int *arch) {
+                         const ks_strings *not_faster, winners *wins, int *arch,
+                         bool *refused) {
   ks_winners ws;
   ks_winners_query q = {.store_dir = dir, .scan = scan, .kernels = names, .nkernels = nnames,
                         .min_speedup = min_speedup};
@@ -206,9 +326,25 @@ static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_sca
     else
       *ks_array_push(a, wins) = *w;
   }
-  if (!wins->len && !ws.items.len)
-    ks_info(ctx, "nothing to apply: run %lld has no verified winner%s", ws.run.id,
-            min_speedup > 1 ? " that fast" : "");
+  for (size_t i = 0; i < nnames; i++) {
+    bool found = false, applied = false;
+    for (size_t j = 0; j < ws.items.len; j++)
+      found = found || !strcmp(ws.items.items[j].name, names[i]);
+    for (size_t j = 0; j < wins->len; j++)
+      applied = applied || !strcmp(wins->items[j].name, names[i]);
+    if (!found)
+      ks_warn(ctx, "%s: not applied: run %lld has no verified winner of that name%s", names[i],
+              ws.run.id, min_speedup > 1 ? " that fast" : "");
+    *refused = *refused || !applied;
+  }
+  if (!wins->len)
+    ks_warn(ctx, "nothing to apply: %s", ws.items.len
+                                             ? "no winner of the run can be applied (see above)"
+                                             : ks_arena_printf(a, "run %lld has no verified "
+                                                                  "winner%s",
+                                                               ws.run.id,
+                                                               min_speedup > 1 ? " that fast"
+                                                                               : ""));
   return 0;
 }
 
@@ -221,8 +357,10 @@ static int judge_variant(ks_ctx *ctx, ks_arena *a, ks_source_args *src, const ks
   ks_judge judge;
   bool judge_open = false;
   int rc = -1;
-  if (ks_target_open(ctx, &src->scan, name, a, &target))
+  if (ks_target_open(ctx, &src->scan, name, a, &target)) {
+    ks_target_close(&target); /* the scan it made before the lookup failed */
     return -1;
+  }
   ks_winner w = {0};
   ks_candidate cand;
   if (ks_variant_load(ctx, file, target.kernel->name, a, &w.variant, &w.is_template) ||
@@ -293,6 +431,7 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   int c, rc = KS_EXIT_OK;
   ks_scan scan = {0};
   bool scanned = false;
+  bool incomplete = false; /* something asked for is not applied: exit 1 */
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":hk:" KS_SOURCE_SHORT, opts, NULL)) != -1) {
     if (ks_source_args_option(&src, c, optarg))
@@ -358,28 +497,24 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   if (variant_file ? judge_variant(ctx, &a, &src, &scan, names[0], variant_file, min_speedup,
                                    &wins, &arch)
                    : store_winners(ctx, &a, dir, &scan, names, nnames, min_speedup, &not_faster,
-                                   &wins, &arch))
+                                   &wins, &arch, &incomplete))
     goto fail;
   if (!wins.len)
     goto out;
 
-  /* apply --write keeps its record in the store directory (applied.h),
-   * which a --variant apply may be the first to need. */
-  if (write && mkdir(dir, 0777) && errno != EEXIST) {
-    ks_fail(ctx, "cannot create %s: %s", dir, strerror(errno));
+  char *root_m = ks_applied_root(ctx, dir);
+  if (!root_m)
     goto fail;
-  }
+  const char *root = ks_arena_strdup(&a, root_m);
+  free(root_m);
   /* The runtime header at the project root (the store's parent). */
-  char *store_abs = ks_realpath(dir);
-  char *root = ks_path_dirname(store_abs ? store_abs : dir);
-  free(store_abs);
-  char *header_path = ks_path_join(root, "kernelsmith_dispatch.h");
-  const char *header = ks_arena_strdup(&a, header_path);
-  free(header_path);
+  const char *header = ks_arena_printf(&a, "%s/kernelsmith_dispatch.h", root);
   ks_buf patch = KS_BUF_INIT;
   ks_strings notes = {0};
   int archs[] = {arch};
   bool need_header = false;
+  KS_ARRAY(ks_applied_change) changes = {0};
+  ks_strings said = {0}; /* what apply --write prints for each change it made */
   /* File by file, in the scan's order. */
   for (size_t i = 0; i < wins.len; i++) {
     const char *file = wins.items[i].k->loc.file;
@@ -388,6 +523,15 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
       first = first && strcmp(wins.items[j].k->loc.file, file);
     if (!first)
       continue;
+    /* The scan resolves links: the name the file has inside the project. */
+    const char *path = project_path(&a, root, &src.scan, file);
+    if (!path) {
+      ks_warn(ctx, "%s: outside the project %s (the directory holding the store); not applied",
+              file, root);
+      incomplete = true;
+      continue;
+    }
+    const char *rel = relative(&a, root, path);
     KS_ARRAY(ks_emit_kernel) eks = {0};
     for (size_t j = i; j < wins.len; j++) {
       const ks_winner *w = &wins.items[j];
@@ -403,7 +547,7 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     char sha[KS_HASH_HEX];
     if (read_hashed(ctx, file, (size_t)64 << 20, &text, sha))
       goto fail_patch;
-    char *fdir = ks_path_dirname(file);
+    char *fdir = ks_path_dirname(path);
     const char *include = relative(&a, fdir, header);
     free(fdir);
     const char *updated = NULL;
@@ -415,21 +559,25 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     }
     if (updated && fixes)
       fixes_add(fixes, file, &edits);
+    if (updated && write && ks_safe_write_check_within(ctx, root, path, NULL)) {
+      /* a link out of the project is not written through */
+      ks_warn(ctx, "%s; not written", ctx->error);
+      incomplete = true;
+      updated = NULL;
+    }
     if (updated) {
       need_header = need_header || strstr(updated, "kernelsmith_dispatch.h");
-      const char *rel = relative(&a, root, file);
       if (write) {
-        if (ks_safe_write(ctx, file, sha, updated, strlen(updated)) ||
-            ks_applied_record(ctx, dir, file, text.data, text.len, updated, strlen(updated))) {
-          ks_buf_release(&text);
-          goto fail_patch;
-        }
         unsigned nsites = 0;
         for (const char *q = strstr(updated, "if (!ks_site.take("); q;
              q = strstr(q + 1, "if (!ks_site.take("))
           nsites++;
-        printf("patched %s: %zu variant%s, %u launch site%s dispatched\n", rel, eks.len,
-               eks.len == 1 ? "" : "s", nsites, nsites == 1 ? "" : "s");
+        *ks_array_push(&a, &changes) = (ks_applied_change){
+            .path = path, .rel = rel, .original = ks_arena_strndup(&a, text.data, text.len),
+            .original_len = text.len, .text = updated, .len = strlen(updated)};
+        *ks_array_push(&a, &said) =
+            ks_arena_printf(&a, "patched %s: %zu variant%s, %u launch site%s dispatched", rel,
+                            eks.len, eks.len == 1 ? "" : "s", nsites, nsites == 1 ? "" : "s");
       } else if (ks_patch_diff(ctx, rel, text.data, text.len, updated, strlen(updated), 3,
                                &patch)) {
         ks_buf_release(&text);
@@ -438,17 +586,18 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     }
     ks_buf_release(&text);
   }
+  /* The header: written before the files that include it (a kill between
+   * them leaves no file that does not compile). Replacements cannot create
+   * a file: with --export-fixes it is written too (a new file, nothing of
+   * the user's is touched). */
+  ks_applied_change hc = {0};
+  const char *hsaid = NULL;
   struct stat st;
   if (need_header && stat(header, &st) != 0) {
-    /* Replacements cannot create a file: with --export-fixes the header is
-     * written (a new file, nothing of the user's is touched). */
     if (write || fixes) {
-      if (ks_safe_write(ctx, header, NULL, ks_runtime_header, strlen(ks_runtime_header)) ||
-          ks_applied_record(ctx, dir, header, NULL, 0, ks_runtime_header,
-                            strlen(ks_runtime_header)))
-        goto fail_patch;
-      /* On stdout only when no patch goes there. */
-      fprintf(write ? stdout : stderr, "added %s\n", relative(&a, root, header));
+      hc = (ks_applied_change){.path = header, .rel = "kernelsmith_dispatch.h",
+                               .text = ks_runtime_header, .len = strlen(ks_runtime_header)};
+      hsaid = "added kernelsmith_dispatch.h";
     } else if (ks_patch_diff(ctx, "kernelsmith_dispatch.h", NULL, 0, ks_runtime_header,
                              strlen(ks_runtime_header), 3, &patch)) {
       goto fail_patch;
@@ -460,14 +609,13 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     char sha[KS_HASH_HEX];
     if (read_hashed(ctx, header, (size_t)1 << 20, &old, sha))
       goto fail_patch;
-    int hrc;
+    int hrc = 0;
     if (write || fixes) {
-      hrc = ks_safe_write(ctx, header, sha, ks_runtime_header, strlen(ks_runtime_header)) ||
-            ks_applied_record(ctx, dir, header, old.data, old.len, ks_runtime_header,
-                              strlen(ks_runtime_header));
-      if (!hrc)
-        fprintf(write ? stdout : stderr, "updated %s to this version's\n",
-                relative(&a, root, header));
+      hc = (ks_applied_change){.path = header, .rel = "kernelsmith_dispatch.h",
+                               .original = ks_arena_strndup(&a, old.data, old.len),
+                               .original_len = old.len, .text = ks_runtime_header,
+                               .len = strlen(ks_runtime_header)};
+      hsaid = "updated kernelsmith_dispatch.h to this version's";
     } else {
       hrc = ks_patch_diff(ctx, "kernelsmith_dispatch.h", old.data, old.len, ks_runtime_header,
                           strlen(ks_runtime_header), 3, &patch);
@@ -475,6 +623,20 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     ks_buf_release(&old);
     if (hrc)
       goto fail_patch;
+  }
+  if (hsaid && ks_safe_write_check_within(ctx, root, header, NULL)) {
+    ks_fail_prefix(ctx, "the dispatch header cannot be written (so nothing is)");
+    goto fail_patch;
+  }
+  if (hsaid || changes.len) {
+    size_t n = changes.len + (hsaid != NULL);
+    ks_applied_change *all = ks_arena_alloc(&a, n * sizeof *all);
+    if (hsaid)
+      all[0] = hc;
+    if (changes.len)
+      memcpy(all + (hsaid != NULL), changes.items, changes.len * sizeof *all);
+    if (write_changes(ctx, &a, dir, all, n, hsaid, said.items, write ? stdout : stderr))
+      goto fail_patch_quiet;
   }
   if (fixes) {
     ks_buf y = KS_BUF_INIT;
@@ -495,14 +657,22 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     ks_warn(ctx, "%s", notes.items[i]);
   if (!write)
     fputs(patch.data ? patch.data : "", stdout);
+  if (!patch.len && !changes.len && !hsaid)
+    ks_warn(ctx, "nothing to apply: %s", notes.len || incomplete
+                                             ? "no file changes (see above)"
+                                             : "no file changes");
   ks_buf_release(&patch);
-  free(root);
+  if (incomplete)
+    rc = KS_EXIT_FAILURE;
   goto out;
 fail_patch:
   ks_buf_release(&patch);
-  free(root);
 fail:
   ks_error(ctx, "%s", ctx->error);
+  rc = KS_EXIT_FAILURE;
+  goto out;
+fail_patch_quiet: /* said already */
+  ks_buf_release(&patch);
   rc = KS_EXIT_FAILURE;
 out:
   ks_buf_release(&fixes_buf);
@@ -510,6 +680,8 @@ out:
     ks_scan_release(&scan);
   ks_source_args_release(&src);
   ks_arena_release(&a);
+  if (rc == KS_EXIT_OK && incomplete)
+    rc = KS_EXIT_FAILURE;
   return rc;
 }
 

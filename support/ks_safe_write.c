@@ -27,6 +27,7 @@ static const char LOCK_TAG[] = ".kernelsmith.lock";
  * so the link survives. All strings are malloc'd. */
 typedef struct target {
   const char *shown; /* the caller's path, for messages */
+  const char *undone; /* "not written" or "not removed", ending every refusal */
   char *path;
   char *dir;
   char *stem;        /* "." + the name cut to NAME_KEEP bytes */
@@ -40,22 +41,29 @@ static void target_release(target *t) {
   free(t->lock_path);
 }
 
-static int target_init(ks_ctx *ctx, const char *path, target *t) {
+static int target_init(ks_ctx *ctx, const char *root, const char *path, const char *undone,
+                       target *t) {
   memset(t, 0, sizeof *t);
   t->shown = path;
+  t->undone = undone;
+  if (root && ks_safe_write_check_within(ctx, root, path, NULL)) {
+    char why[sizeof ctx->error];
+    snprintf(why, sizeof why, "%s", ctx->error);
+    return ks_fail(ctx, "%s; %s", why, undone);
+  }
   struct stat st;
   if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
     t->path = ks_realpath(path);
     if (!t->path)
-      return ks_fail(ctx, "%s: symbolic link to a file that cannot be reached (%s); not written",
-                     path, strerror(errno));
+      return ks_fail(ctx, "%s: symbolic link to a file that cannot be reached (%s); %s", path,
+                     strerror(errno), undone);
   } else {
     t->path = ks_xstrdup(path);
   }
   const char *slash = strrchr(t->path, '/');
   const char *name = slash ? slash + 1 : t->path;
   if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-    return ks_fail(ctx, "%s: not a file name; not written", path);
+    return ks_fail(ctx, "%s: not a file name; %s", path, undone);
   t->dir = ks_path_dirname(t->path);
   ks_buf b = KS_BUF_INIT;
   ks_buf_addf(&b, ".%.*s", NAME_KEEP, name);
@@ -73,22 +81,22 @@ static int target_init(ks_ctx *ctx, const char *path, target *t) {
 static int lock_take(ks_ctx *ctx, const target *t, int *out) {
   for (int tries = 0; tries < LOCK_TRIES; tries++) {
     if (ks_fault(ctx, "safe_write.lock"))
-      return ks_fail(ctx, "%s: cannot take the lock %s: injected fault; not written", t->shown,
-                     t->lock_path);
+      return ks_fail(ctx, "%s: cannot take the lock %s: injected fault; %s", t->shown,
+                     t->lock_path, t->undone);
     int fd = open(t->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EACCES) /* another user's lock file: reading is enough to lock */
       fd = open(t->lock_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-      return ks_fail(ctx, "%s: cannot create the lock %s: %s; not written", t->shown,
-                     t->lock_path, strerror(errno));
+      return ks_fail(ctx, "%s: cannot create the lock %s: %s; %s", t->shown, t->lock_path,
+                     strerror(errno), t->undone);
     int rc;
     while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
       continue;
     if (rc < 0) {
       int err = errno;
       close(fd);
-      return ks_fail(ctx, "%s: cannot lock %s: %s; not written", t->shown, t->lock_path,
-                     strerror(err));
+      return ks_fail(ctx, "%s: cannot lock %s: %s; %s", t->shown, t->lock_path, strerror(err),
+                     t->undone);
     }
     struct stat held, named;
     if (fstat(fd, &held) == 0 && stat(t->lock_path, &named) == 0 && held.st_dev == named.st_dev &&
@@ -98,8 +106,8 @@ static int lock_take(ks_ctx *ctx, const target *t, int *out) {
     }
     close(fd);
   }
-  return ks_fail(ctx, "%s: cannot lock %s: it keeps being replaced; not written", t->shown,
-                 t->lock_path);
+  return ks_fail(ctx, "%s: cannot lock %s: it keeps being replaced; %s", t->shown,
+                 t->lock_path, t->undone);
 }
 
 static void lock_drop(const target *t, int fd) {
@@ -129,15 +137,15 @@ bool ks_safe_write_is_temp(const char *name) {
 
 /* Temporary files of this same file left by a writer that was killed. Only
  * called with the lock held, so no live writer owns one of them. */
-static void remove_stale_temps(const target *t) {
-  DIR *d = opendir(t->dir);
+static void remove_stale_temps(const char *dir, const char *stem_name) {
+  DIR *d = opendir(dir);
   if (!d)
     return;
-  size_t stem = strlen(t->stem), tag = sizeof TEMP_TAG - 1;
+  size_t stem = strlen(stem_name), tag = sizeof TEMP_TAG - 1;
   struct dirent *e;
   while ((e = readdir(d))) {
     const char *name = e->d_name;
-    if (strncmp(name, t->stem, stem) || strncmp(name + stem, TEMP_TAG, tag) ||
+    if (strncmp(name, stem_name, stem) || strncmp(name + stem, TEMP_TAG, tag) ||
         !is_random_part(name + stem + tag))
       continue;
     struct stat st;
@@ -180,32 +188,32 @@ static int read_current(ks_ctx *ctx, const target *t, current *cur) {
   if (fd < 0) {
     if (errno == ENOENT)
       return 0;
-    return ks_fail(ctx, "%s: %s; not written", t->shown, strerror(errno));
+    return ks_fail(ctx, "%s: %s; %s", t->shown, strerror(errno), t->undone);
   }
   cur->exists = true;
   ks_buf text = KS_BUF_INIT;
   int rc = 0;
   if (fstat(fd, &cur->st) < 0) {
-    rc = ks_fail(ctx, "%s: %s; not written", t->shown, strerror(errno));
+    rc = ks_fail(ctx, "%s: %s; %s", t->shown, strerror(errno), t->undone);
     goto out;
   }
   if (!S_ISREG(cur->st.st_mode)) {
-    rc = ks_fail(ctx, "%s: not a regular file; not written", t->shown);
+    rc = ks_fail(ctx, "%s: not a regular file; %s", t->shown, t->undone);
     goto out;
   }
   if (cur->st.st_nlink > 1) {
-    rc = ks_fail(ctx, "%s: has %ju hard links, which a rename would split; not written",
-                 t->shown, (uintmax_t)cur->st.st_nlink);
+    rc = ks_fail(ctx, "%s: has %ju hard links, which a rename would split; %s", t->shown,
+                 (uintmax_t)cur->st.st_nlink, t->undone);
     goto out;
   }
   /* root may write anything; a file nobody may write is still meant to stay */
   if (!(cur->st.st_mode & 0222)) {
-    rc = ks_fail(ctx, "%s: read-only (mode %04o); not written", t->shown,
-                 (unsigned)(cur->st.st_mode & 07777));
+    rc = ks_fail(ctx, "%s: read-only (mode %04o); %s", t->shown,
+                 (unsigned)(cur->st.st_mode & 07777), t->undone);
     goto out;
   }
   if (access(t->path, W_OK) < 0) {
-    rc = ks_fail(ctx, "%s: not writable (%s); not written", t->shown, strerror(errno));
+    rc = ks_fail(ctx, "%s: not writable (%s); %s", t->shown, strerror(errno), t->undone);
     goto out;
   }
   ks_buf_grow(&text, (size_t)cur->st.st_size);
@@ -215,7 +223,7 @@ static int read_current(ks_ctx *ctx, const target *t, current *cur) {
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0) {
-      rc = ks_fail(ctx, "%s: %s; not written", t->shown, strerror(errno));
+      rc = ks_fail(ctx, "%s: %s; %s", t->shown, strerror(errno), t->undone);
       goto out;
     }
     if (n == 0)
@@ -250,11 +258,11 @@ static bool same_hex(const char *a, const char *b) {
 
 static int check_expected(ks_ctx *ctx, const target *t, const current *cur, const char *expect) {
   if (!expect && cur->exists)
-    return ks_fail(ctx, "%s: created since it was read; not written", t->shown);
+    return ks_fail(ctx, "%s: created since it was read; %s", t->shown, t->undone);
   if (expect && !cur->exists)
-    return ks_fail(ctx, "%s: deleted since it was read; not written", t->shown);
+    return ks_fail(ctx, "%s: deleted since it was read; %s", t->shown, t->undone);
   if (expect && !same_hex(expect, cur->sha))
-    return ks_fail(ctx, "%s: changed since it was read; not written", t->shown);
+    return ks_fail(ctx, "%s: changed since it was read; %s", t->shown, t->undone);
   return 0;
 }
 
@@ -354,11 +362,16 @@ static int put_in_place(ks_ctx *ctx, const target *t, const current *cur, const 
 
 int ks_safe_write(ks_ctx *ctx, const char *path, const char *expect_sha256_hex,
                   const char *text, size_t len) {
+  return ks_safe_write_within(ctx, NULL, path, expect_sha256_hex, text, len);
+}
+
+int ks_safe_write_within(ks_ctx *ctx, const char *root, const char *path,
+                         const char *expect_sha256_hex, const char *text, size_t len) {
   if (expect_sha256_hex && !valid_hex(expect_sha256_hex))
     return ks_fail(ctx, "%s: '%s' is not a SHA-256 in hex; not written", path,
                    expect_sha256_hex);
   target t;
-  int rc = target_init(ctx, path, &t);
+  int rc = target_init(ctx, root, path, "not written", &t);
   if (rc) {
     target_release(&t);
     return rc;
@@ -370,7 +383,7 @@ int ks_safe_write(ks_ctx *ctx, const char *path, const char *expect_sha256_hex,
   ks_buf b = KS_BUF_INIT;
   if ((rc = lock_take(ctx, &t, &lock)))
     goto out;
-  remove_stale_temps(&t);
+  remove_stale_temps(t.dir, t.stem);
   if ((rc = read_current(ctx, &t, &cur)) || (rc = check_expected(ctx, &t, &cur, expect_sha256_hex)))
     goto out;
   ks_buf_addf(&b, "%s/%s%sXXXXXX", t.dir, t.stem, TEMP_TAG);
@@ -424,3 +437,207 @@ int ks_file_sha256(ks_ctx *ctx, const char *path, char out_hex[KS_HASH_HEX]) {
   ks_buf_release(&text);
   return rc;
 }
+
+/* --- confinement -------------------------------------------------------------- */
+
+/* `path` made absolute against the working directory (malloc'd). */
+static char *absolute(const char *path) {
+  if (path[0] == '/')
+    return ks_xstrdup(path);
+  char *cwd = getcwd(NULL, 0);
+  if (!cwd)
+    return NULL;
+  char *out = ks_path_join(cwd, path);
+  free(cwd);
+  return out;
+}
+
+/* Where `path` leads without following its last component: its deepest
+ * existing directory resolved, the rest as written (malloc'd; NULL with
+ * errno when a directory cannot be read, or the unresolved rest would climb
+ * with "..", which no file system resolves through a missing directory). */
+static char *resolve_parent(const char *path) {
+  char *abs = absolute(path);
+  if (!abs)
+    return NULL;
+  char *out = NULL;
+  size_t slash = strlen(abs);
+  while (slash > 0 && abs[slash] != '/')
+    slash--; /* abs[0] is '/': the loop ends there at the latest */
+  for (;;) {
+    abs[slash] = '\0';
+    char *real = realpath(slash ? abs : "/", NULL);
+    int err = errno;
+    abs[slash] = '/';
+    if (real) {
+      bool plain = true; /* the unresolved rest: plain names only */
+      for (const char *p = abs + slash; *p && plain;) {
+        const char *name = p + 1, *end = strchr(name, '/');
+        size_t n = end ? (size_t)(end - name) : strlen(name);
+        plain = !((n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.'));
+        p = name + n;
+      }
+      if (plain) {
+        ks_buf b = KS_BUF_INIT;
+        ks_buf_addf(&b, "%s%s", strcmp(real, "/") ? real : "", abs + slash);
+        out = ks_buf_detach(&b);
+      } else {
+        err = EINVAL;
+      }
+      free(real);
+      errno = err;
+      break;
+    }
+    if (err != ENOENT || !slash) {
+      errno = err;
+      break;
+    }
+    while (slash > 0 && abs[--slash] != '/')
+      continue;
+  }
+  free(abs);
+  return out;
+}
+
+static bool below(const char *root, const char *path) {
+  size_t n = strlen(root);
+  while (n && root[n - 1] == '/')
+    n--;
+  return !strncmp(path, root, n) && path[n] == '/' && path[n + 1];
+}
+
+int ks_safe_write_check_within(ks_ctx *ctx, const char *root, const char *path,
+                               char **resolved) {
+  if (resolved)
+    *resolved = NULL;
+  struct stat st;
+  bool link = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+  char *to = link ? ks_realpath(path) : resolve_parent(path);
+  if (!to)
+    return link ? ks_fail(ctx, "%s: a symbolic link that leads nowhere (%s)", path, strerror(errno))
+                : ks_fail(ctx, "%s: cannot be resolved (%s)", path, strerror(errno));
+  if (!below(root, to)) {
+    int rc = link ? ks_fail(ctx, "%s: a symbolic link to %s, outside %s", path, to, root)
+                  : ks_fail(ctx, "%s: outside %s (it leads to %s)", path, root, to);
+    free(to);
+    return rc;
+  }
+  if (resolved)
+    *resolved = to;
+  else
+    free(to);
+  return 0;
+}
+
+/* --- removing ----------------------------------------------------------------- */
+
+int ks_safe_remove_within(ks_ctx *ctx, const char *root, const char *path,
+                          const char *expect_sha256_hex) {
+  if (!valid_hex(expect_sha256_hex))
+    return ks_fail(ctx, "%s: '%s' is not a SHA-256 in hex; not removed", path, expect_sha256_hex);
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) /* the link is not what was created */
+    return ks_fail(ctx, "%s: now a symbolic link; not removed", path);
+  target t;
+  int rc = target_init(ctx, root, path, "not removed", &t);
+  int lock = -1;
+  current cur;
+  if (rc || (rc = lock_take(ctx, &t, &lock)))
+    goto out;
+  remove_stale_temps(t.dir, t.stem);
+  if ((rc = read_current(ctx, &t, &cur)) || !cur.exists)
+    goto out;
+  if ((rc = check_expected(ctx, &t, &cur, expect_sha256_hex)))
+    goto out;
+  if (unlink(t.path) < 0) {
+    rc = ks_fail(ctx, "%s: %s; not removed", path, strerror(errno));
+    goto out;
+  }
+  if (sync_dir(ctx, &t))
+    rc = ks_fail(ctx, "%s: removed, but syncing its directory failed", path);
+out:
+  if (lock >= 0)
+    lock_drop(&t, lock);
+  target_release(&t);
+  return rc;
+}
+
+/* --- what killed writers left ----------------------------------------------------- */
+
+/* The stem ("." + a file name cut) of one of our lock or temporary files in
+ * a directory listing, or 0 when `name` is neither. */
+static size_t leftover_stem(const char *name) {
+  size_t n = strlen(name), lock = sizeof LOCK_TAG - 1, tag = sizeof TEMP_TAG - 1;
+  if (name[0] != '.')
+    return 0;
+  if (n > lock + 1 && !strcmp(name + n - lock, LOCK_TAG))
+    return n - lock;
+  if (ks_safe_write_is_temp(name))
+    return n - tag - TEMP_RANDOM;
+  return 0;
+}
+
+/* Takes the lock of `stem` in `dir` without waiting; when no writer holds
+ * it, removes that file's temporary files and the lock file (as a holder
+ * does: removed while held, so a waiter sees it is gone and tries again). */
+static void clean_stem(const char *dir, const char *stem) {
+  ks_buf b = KS_BUF_INIT;
+  ks_buf_addf(&b, "%s/%s%s", dir, stem, LOCK_TAG);
+  char *lock_path = ks_buf_detach(&b);
+  int fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EACCES)
+    fd = open(lock_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat held, named;
+  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 &&
+      stat(lock_path, &named) == 0 && held.st_dev == named.st_dev &&
+      held.st_ino == named.st_ino) {
+    remove_stale_temps(dir, stem);
+    unlink(lock_path);
+  }
+  if (fd >= 0)
+    close(fd);
+  free(lock_path);
+}
+
+/* Cleans every stem of `dir` with leftovers, or only `only` when given. */
+static void clean_dir(const char *dir, const char *only) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  KS_ARRAY(char *) stems = {0};
+  ks_arena a = KS_ARENA_INIT;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t n = leftover_stem(e->d_name);
+    if (!n || (only && (strlen(only) != n || strncmp(only, e->d_name, n))))
+      continue;
+    bool seen = false;
+    for (size_t i = 0; i < stems.len && !seen; i++)
+      seen = strlen(stems.items[i]) == n && !strncmp(stems.items[i], e->d_name, n);
+    if (!seen)
+      *ks_array_push(&a, &stems) = ks_arena_strndup(&a, e->d_name, n);
+  }
+  closedir(d);
+  for (size_t i = 0; i < stems.len; i++)
+    clean_stem(dir, stems.items[i]);
+  ks_arena_release(&a);
+}
+
+void ks_safe_write_clean(const char *path) {
+  struct stat st;
+  char *real = lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? ks_realpath(path) : NULL;
+  const char *p = real ? real : path;
+  const char *slash = strrchr(p, '/');
+  const char *name = slash ? slash + 1 : p;
+  char *dir = ks_path_dirname(p);
+  ks_buf b = KS_BUF_INIT;
+  ks_buf_addf(&b, ".%.*s", NAME_KEEP, name);
+  char *stem = ks_buf_detach(&b);
+  if (*name)
+    clean_dir(dir, stem);
+  free(stem);
+  free(dir);
+  free(real);
+}
+
+void ks_safe_write_sweep(const char *dir) { clean_dir(dir, NULL); }

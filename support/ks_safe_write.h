@@ -16,6 +16,13 @@
  *                                   -9 cannot remove it, so the next write of
  *                                   the same file does, under the lock (no
  *                                   writer can be using it then)
+ * The lock stays beside the file, not in a store: it belongs to the file, so
+ * every writer of it (apply from any store, revert, the compiler launcher)
+ * excludes the others, and the temporary file must be in that directory
+ * anyway for the rename. What a killed writer leaves there (its lock file, its
+ * temporary file) is removed by ks_safe_write_clean and ks_safe_write_sweep,
+ * under the lock, taken without waiting, so that a live writer's files are
+ * never touched; apply and revert call them for every file of their record.
  * Other writers (an editor) do not take the lock: the file's identity
  * (inode, size, modification time) is checked again just before the rename,
  * which leaves a window of microseconds, not of the whole write.
@@ -48,6 +55,34 @@
  * with ks_fail. */
 int ks_safe_write(ks_ctx *ctx, const char *path, const char *expect_sha256_hex,
                   const char *text, size_t len);
+
+/* As ks_safe_write, confined to the directory `root` (absolute, free of
+ * symbolic links; NULL: anywhere): the file, after its links (and its
+ * directory's) are resolved, must lie below `root`, else nothing is written
+ * and the one-line error says where it leads. */
+int ks_safe_write_within(ks_ctx *ctx, const char *root, const char *path,
+                         const char *expect_sha256_hex, const char *text, size_t len);
+
+/* Removes `path` (confined to `root` as above) when its SHA-256 is
+ * `expect_sha256_hex`, under the same lock; a file that is not there is not
+ * an error. Returns 0, or -1 with ks_fail naming the file ("not removed"). */
+int ks_safe_remove_within(ks_ctx *ctx, const char *root, const char *path,
+                          const char *expect_sha256_hex);
+
+/* 0 when `path`, its symbolic links and its directory's resolved, lies
+ * below `root` (a path whose directories do not exist yet is resolved as
+ * far as they do); else -1 with ks_fail: "PATH: a symbolic link to TARGET,
+ * outside ROOT" or "PATH: outside ROOT (it leads to TARGET)". `*resolved`,
+ * when not NULL, receives where it leads (malloc'd; NULL on failure). */
+int ks_safe_write_check_within(ks_ctx *ctx, const char *root, const char *path,
+                               char **resolved);
+
+/* Removes the lock file and temporary files a killed writer of `path` left
+ * beside it. A lock a live writer holds is left alone (it removes its own). */
+void ks_safe_write_clean(const char *path);
+/* The same for every file of the directory `dir` (the tool's own
+ * directories: the store's record). */
+void ks_safe_write_sweep(const char *dir);
 
 /* The SHA-256 of a file's contents as 64 hex digits. Returns 0, or -1 with
  * ks_fail naming the file. */

@@ -8,7 +8,10 @@
 # sm_90 (where nvcc is installed); apply --write gives the same files;
 # applying twice changes nothing; a kernel whose definition changed since
 # the run is refused; the launch sites that cannot be dispatched say why;
-# revert restores every file byte for byte and leaves an edited one alone.
+# revert restores every file byte for byte and leaves an edited one alone;
+# edited winner files change nothing; exit codes of -k and of nothing to
+# apply; no leak on --variant's error path. (Kills, hostile records and
+# links: revert_cli.sh.)
 # usage: apply_cli.sh KERNELSMITH_CC TESTDATA
 set -u
 bin=$(realpath "$1")
@@ -42,6 +45,25 @@ fi
 sites=$(grep -c "if (!ks_site.take(" "$tmp/patch")
 check "launch sites dispatched ($sites)" [ "$sites" -ge 8 ]
 grep "left as written" "$tmp/apply.err" | sed 's/^/    /'
+
+# The winner files are an export: an edited body or a deleted requires line
+# in them changes nothing in what apply writes (it takes the store's).
+for f in "$repo"/.kernelsmith/winners/*.cu; do
+  sed -i -e '0,/{$/s//{ ks_y.x = 0.0f;/' -e '0,/^ \*   requires .*/{/^ \*   requires .*/d}' "$f"
+done
+check "(the winner files are edited)" grep -q "ks_y.x = 0.0f;" "$repo"/.kernelsmith/winners/*.cu
+(cd "$repo" && "$bin" apply >"$tmp/patch.edited" 2>/dev/null)
+check "edited winner files change nothing in the patch" cmp -s "$tmp/patch" "$tmp/patch.edited"
+
+# Exit codes: a kernel asked for by name that has no winner fails, in one
+# line; nothing to apply says so.
+(cd "$repo" && "$bin" apply -k no_such_kernel >"$tmp/k.patch" 2>"$tmp/k.err")
+check "-k with no winner: exit 1" [ $? -eq 1 ]
+check "... one line says so" [ "$(grep -c "no_such_kernel: not applied" "$tmp/k.err")" -eq 1 ]
+(cd "$repo" && "$bin" apply --min-speedup 1000 >"$tmp/none.patch" 2>"$tmp/none.err")
+check "nothing to apply: exit 0" [ $? -eq 0 ]
+check "... and one line says so" [ "$(grep -c "nothing to apply" "$tmp/none.err")" -eq 1 ]
+check "... no patch" test ! -s "$tmp/none.patch"
 
 (cd "$repo" && git apply "$tmp/patch")
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
@@ -120,6 +142,21 @@ sed -i 's/if (i < n) y\[i\] = a \* x\[i\] + y\[i\];/if (i < n) y[i] = a * x[i] +
 (cd "$repo" && "$bin" apply -k saxpy_kernel >"$tmp/edited" 2>"$tmp/edited.err")
 check "an edited kernel is refused" grep -q "changed since run" "$tmp/edited.err"
 check "... and nothing is patched" test ! -s "$tmp/edited"
+(cd "$repo" && "$bin" apply -k saxpy_kernel >/dev/null 2>&1)
+check "... exit 1 (it was asked for by name)" [ $? -eq 1 ]
+
+# apply --variant's error path frees what it allocated (LeakSanitizer, in a
+# build with -DKS_SANITIZE=ON): a name that two kernels have.
+mkdir -p "$tmp/twice/a" "$tmp/twice/b"
+cp "$data/apps/saxpy/saxpy.cu" "$tmp/twice/a/"
+cp "$data/apps/saxpy/saxpy.cu" "$tmp/twice/b/"
+cp -r "$data/apps/common" "$tmp/twice/"
+(cd "$tmp/twice" && ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" \
+   "$bin" apply -k saxpy_kernel --variant "$repo/.kernelsmith/winners/saxpy_kernel.cu" . \
+   >/dev/null 2>"$tmp/twice.err")
+check "--variant with a name of 2 kernels: exit 1" [ $? -eq 1 ]
+check "... says so" grep -q "'saxpy_kernel' names 2 kernels" "$tmp/twice.err"
+check "... and leaks nothing" test -z "$(grep LeakSanitizer "$tmp/twice.err")"
 
 echo "apply_cli: $fails failed"
 exit $((fails > 0))

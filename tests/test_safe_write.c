@@ -1,7 +1,10 @@
 /* Unit tests of support/ks_safe_write: replacement keeps mode and bytes,
  * refusals leave the file alone and name it, injected faults leave the
  * original whole and no temporary file, concurrent writers lose no update,
- * and a writer killed with -9 at random moments never leaves a partial file. */
+ * a writer killed with -9 at random moments never leaves a partial file,
+ * confined writes and removals do not follow links out of their root, and
+ * what a killed writer leaves (lock, temporary file) is removed, a live
+ * writer's never. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +26,7 @@
 
 #include "ks_buf.h"
 #include "ks_ctx.h"
+#include "ks_fs.h"
 #include "ks_hash.h"
 #include "ks_safe_write.h"
 
@@ -436,6 +442,130 @@ static void kill_9_never_leaves_a_partial_file(void **state) {
   free(b);
 }
 
+/* A confined write: a link (or a directory link) that leads out of the root
+ * is not written through, and says where it leads; a link inside is. */
+static void confined_writes_stay_inside(void **state) {
+  fixture *f = *state;
+  char in[96], out[96], p[192], q[192];
+  snprintf(in, sizeof in, "%s/in", f->dir);
+  snprintf(out, sizeof out, "%s/out", f->dir);
+  assert_int_equal(mkdir(in, 0755), 0);
+  assert_int_equal(mkdir(out, 0755), 0);
+  char *root = realpath(in, NULL);
+  snprintf(p, sizeof p, "%s/target.cu", out);
+  put(p, "outside\n", 0644);
+  char hex[KS_HASH_HEX];
+  assert_int_equal(ks_file_sha256(&f->ctx, p, hex), 0);
+  snprintf(q, sizeof q, "%s/alias.cu", in);
+  assert_int_equal(symlink("../out/target.cu", q), 0);
+  assert_int_equal(ks_safe_write_within(&f->ctx, root, q, hex, "x\n", 2), -1);
+  assert_non_null(strstr(f->ctx.error, "alias.cu: a symbolic link to "));
+  assert_non_null(strstr(f->ctx.error, "/out/target.cu, outside "));
+  assert_non_null(strstr(f->ctx.error, "; not written"));
+  assert_contents(p, "outside\n");
+  /* a directory link out, and a new file through it */
+  snprintf(q, sizeof q, "%s/sub", in);
+  assert_int_equal(symlink("../out", q), 0);
+  snprintf(q, sizeof q, "%s/sub/new.cu", in);
+  assert_int_equal(ks_safe_write_within(&f->ctx, root, q, NULL, "x\n", 2), -1);
+  assert_non_null(strstr(f->ctx.error, "outside"));
+  snprintf(p, sizeof p, "%s/new.cu", out);
+  assert_false(ks_is_file(p));
+  /* a link inside the root is followed */
+  snprintf(p, sizeof p, "%s/real.cu", in);
+  put(p, "inside\n", 0644);
+  snprintf(q, sizeof q, "%s/ok.cu", in);
+  assert_int_equal(symlink("real.cu", q), 0);
+  assert_int_equal(ks_file_sha256(&f->ctx, p, hex), 0);
+  assert_int_equal(ks_safe_write_within(&f->ctx, root, q, hex, "new\n", 4), 0);
+  assert_contents(p, "new\n");
+  /* where directories are missing: resolved as far as they exist, and
+   * never through a missing directory with ".." */
+  snprintf(q, sizeof q, "%s/missing/deeper/x.cu", in);
+  char *to = NULL;
+  assert_int_equal(ks_safe_write_check_within(&f->ctx, root, q, &to), 0);
+  assert_non_null(to);
+  assert_true(!strncmp(to, root, strlen(root)));
+  free(to);
+  snprintf(q, sizeof q, "%s/missing/../../out/target.cu", in);
+  assert_int_equal(ks_safe_write_check_within(&f->ctx, root, q, NULL), -1);
+  /* the root itself and a path climbing out of it */
+  assert_int_equal(ks_safe_write_check_within(&f->ctx, root, root, NULL), -1);
+  snprintf(q, sizeof q, "%s/../out/target.cu", in);
+  assert_int_equal(ks_safe_write_check_within(&f->ctx, root, q, NULL), -1);
+  assert_non_null(strstr(f->ctx.error, "outside"));
+  free(root);
+}
+
+/* Removal: only with the hash apply wrote, never through a link, and a
+ * file already gone is not an error. */
+static void confined_removal(void **state) {
+  fixture *f = *state;
+  char *root = realpath(f->dir, NULL);
+  put(f->path, "created\n", 0644);
+  char hex[KS_HASH_HEX], other[KS_HASH_HEX];
+  hash_of(f, hex);
+  ks_sha256_hex("else\n", 5, other);
+  assert_int_equal(ks_safe_remove_within(&f->ctx, root, f->path, other), -1);
+  assert_non_null(strstr(f->ctx.error, "changed since it was read; not removed"));
+  assert_contents(f->path, "created\n");
+  char link_path[160];
+  snprintf(link_path, sizeof link_path, "%s/alias.cu", f->dir);
+  assert_int_equal(symlink("kernel.cu", link_path), 0);
+  assert_int_equal(ks_safe_remove_within(&f->ctx, root, link_path, hex), -1);
+  assert_non_null(strstr(f->ctx.error, "not removed"));
+  unlink(link_path);
+  assert_int_equal(ks_safe_remove_within(&f->ctx, root, f->path, hex), 0);
+  assert_false(ks_is_file(f->path));
+  assert_string_equal(entries(f->dir), "");
+  assert_int_equal(ks_safe_remove_within(&f->ctx, root, f->path, hex), 0);
+  free(root);
+}
+
+/* What killed writers left (their lock files, their temporary files) is
+ * removed; the files of a writer that holds its lock are not. */
+static void leftovers_of_killed_writers_are_removed(void **state) {
+  fixture *f = *state;
+  char p[192];
+  put(f->path, "v1\n", 0644);
+  snprintf(p, sizeof p, "%s/.kernel.cu.kernelsmith.lock", f->dir);
+  put(p, "", 0644);
+  snprintf(p, sizeof p, "%s/.kernel.cu.kernelsmith-tmp.Ab3xYz", f->dir);
+  put(p, "half a fi", 0600);
+  snprintf(p, sizeof p, "%s/.other.cu.kernelsmith-tmp.Qw3rTy", f->dir);
+  put(p, "someone else's", 0600);
+  ks_safe_write_clean(f->path);
+  assert_string_equal(entries(f->dir), ".other.cu.kernelsmith-tmp.Qw3rTy,kernel.cu");
+  /* a live writer of other.cu holds its lock: its files stay */
+  snprintf(p, sizeof p, "%s/.other.cu.kernelsmith.lock", f->dir);
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (!pid) {
+    int fd = open(p, O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0)
+      _exit(2);
+    if (write(ready[1], "x", 1) != 1)
+      _exit(3);
+    alarm(60);
+    pause();
+    _exit(0);
+  }
+  char c;
+  assert_int_equal(read(ready[0], &c, 1), 1);
+  ks_safe_write_sweep(f->dir);
+  assert_string_equal(entries(f->dir), ".other.cu.kernelsmith-tmp.Qw3rTy,"
+                                       ".other.cu.kernelsmith.lock,kernel.cu");
+  kill(pid, SIGKILL);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  ks_safe_write_sweep(f->dir);
+  assert_string_equal(entries(f->dir), "kernel.cu");
+  close(ready[0]);
+  close(ready[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(replaces_and_keeps_mode_and_bytes, setup, teardown),
@@ -449,6 +579,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(file_sha256, setup, teardown),
       cmocka_unit_test_setup_teardown(concurrent_writers_lose_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(kill_9_never_leaves_a_partial_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(confined_writes_stay_inside, setup, teardown),
+      cmocka_unit_test_setup_teardown(confined_removal, setup, teardown),
+      cmocka_unit_test_setup_teardown(leftovers_of_killed_writers_are_removed, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
