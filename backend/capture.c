@@ -76,10 +76,16 @@ static const cJSON *field(const cJSON *o, const char *key) {
   return cJSON_GetObjectItemCaseSensitive(o, key);
 }
 
+/* A JSON number that is a whole number in [lo, hi]. */
+static bool whole_in(const cJSON *v, double lo, double hi) {
+  return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi &&
+         v->valuedouble == (double)(long long)v->valuedouble;
+}
+
 /* A non-negative integer field; numbers past 2^53 come as "0x..." strings. */
 static int get_u64(reader *r, const cJSON *o, const char *key, unsigned long long *out) {
   const cJSON *v = field(o, key);
-  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0) {
+  if (whole_in(v, 0, 9007199254740992.0)) {
     *out = (unsigned long long)v->valuedouble;
     return 0;
   }
@@ -93,16 +99,28 @@ static int get_u64(reader *r, const cJSON *o, const char *key, unsigned long lon
   return bad(r, "launch metadata: '%s' is missing or not a non-negative integer", key);
 }
 
-static int get_dims(reader *r, const cJSON *o, const char *key, unsigned out[3]) {
+/* A launch dimension within CUDA's limits, which every launch that ran
+ * obeys: each component at least 1 and at most `max`, the product at most
+ * `total` (0: no limit). */
+static int get_dims(reader *r, const cJSON *o, const char *key, const unsigned max[3],
+                    unsigned long long total, unsigned out[3]) {
   const cJSON *a = field(o, key);
   if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 3)
     return bad(r, "launch metadata: '%s' is not [x,y,z]", key);
   for (int i = 0; i < 3; i++) {
     const cJSON *v = cJSON_GetArrayItem(a, i);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
-      return bad(r, "launch metadata: '%s' is not [x,y,z]", key);
+    if (!whole_in(v, 0, 4294967295.0))
+      return bad(r, "launch metadata: '%s' is not [x,y,z] of whole numbers", key);
     out[i] = (unsigned)v->valuedouble;
   }
+  for (int i = 0; i < 3; i++)
+    if (!out[i] || out[i] > max[i])
+      return bad(r, "launch metadata: '%s' [%u,%u,%u]: %c must be from 1 to %u", key, out[0],
+                 out[1], out[2], "xyz"[i], max[i]);
+  if (total && (unsigned long long)out[0] * out[1] * out[2] > total)
+    return bad(r, "launch metadata: '%s' [%u,%u,%u]: %llu threads, more than a block can have "
+                  "(%llu)", key, out[0], out[1], out[2],
+               (unsigned long long)out[0] * out[1] * out[2], total);
   return 0;
 }
 
@@ -147,12 +165,26 @@ static int hex_value(const char *s, unsigned long long size, ks_arena *a,
   return 0;
 }
 
-static int read_param(reader *r, const cJSON *j, ks_capture_param *p) {
+/* Parameter number `position` (from 0) of its launch; `prev` is the one
+ * before it, or NULL. Parameters come as cuFuncGetParamInfo lists them:
+ * index = position, each at an offset past the end of the one before. */
+static int read_param(reader *r, const cJSON *j, size_t position, const ks_capture_param *prev,
+                      ks_capture_param *p) {
   unsigned long long index;
   if (get_u64(r, j, "index", &index) || get_u64(r, j, "offset", &p->offset) ||
       get_u64(r, j, "size", &p->size))
     return -1;
+  if (index != position)
+    return bad(r, "launch metadata: parameter %zu: 'index' is %llu (parameters are listed in "
+                  "order, from 0, each once)", position, index);
   p->index = (unsigned)index;
+  if (p->offset > UINT64_MAX - p->size)
+    return bad(r, "launch metadata: parameter %u: 'offset' %llu plus 'size' %llu overflows",
+               p->index, p->offset, p->size);
+  if (prev && p->offset < prev->offset + prev->size)
+    return bad(r, "launch metadata: parameter %u: 'offset' %llu overlaps parameter %u (bytes "
+                  "%llu to %llu)", p->index, p->offset, prev->index, prev->offset,
+               prev->offset + prev->size);
   const char *kind = get_str(r, j, "kind", true);
   if (!kind)
     return -1;
@@ -187,8 +219,9 @@ static int read_param(reader *r, const cJSON *j, ks_capture_param *p) {
   const cJSON *span = field(j, "span");
   if (span) {
     const cJSON *lo = cJSON_GetArrayItem(span, 0), *hi = cJSON_GetArrayItem(span, 1);
-    if (!cJSON_IsArray(span) || cJSON_GetArraySize(span) != 2 || !cJSON_IsNumber(lo) ||
-        !cJSON_IsNumber(hi) || lo->valuedouble < 0 || hi->valuedouble <= lo->valuedouble ||
+    if (!cJSON_IsArray(span) || cJSON_GetArraySize(span) != 2 ||
+        !whole_in(lo, 0, 9007199254740992.0) || !whole_in(hi, 0, 9007199254740992.0) ||
+        hi->valuedouble <= lo->valuedouble ||
         hi->valuedouble > (double)p->alloc_size ||
         (double)p->ptr_offset < lo->valuedouble || (double)p->ptr_offset > hi->valuedouble)
       return bad(r, "launch metadata: parameter %u: 'span' is not [lo, hi] within its "
@@ -226,22 +259,39 @@ static int check_blob_ref(reader *r, const cJSON *blobs, unsigned long long id,
   return bad(r, "launch metadata: blob %llu is not in its 'blobs' list", id);
 }
 
+/* CUDA's launch limits (any device of compute capability 3.0 or later). */
+static const unsigned GRID_MAX[3] = {2147483647u, 65535, 65535};
+static const unsigned BLOCK_MAX[3] = {1024, 1024, 64};
+enum { BLOCK_THREADS_MAX = 1024 };
+
 static int read_launch(reader *r, const char *text, size_t len) {
-  cJSON *j = cJSON_ParseWithLength(text, len);
+  const char *end = NULL;
+  cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, false);
   if (!j || !cJSON_IsObject(j)) {
     cJSON_Delete(j);
     return bad(r, "launch metadata is not a JSON object");
+  }
+  if (end != text + len) { /* one object and nothing else, not even a newline */
+    cJSON_Delete(j);
+    size_t extra = (size_t)(text + len - end);
+    return bad(r, "launch metadata: %zu byte%s after the JSON object", extra,
+               extra == 1 ? "" : "s");
   }
   ks_capture_launch *l = ks_array_push(&r->c->arena, &r->c->launches);
   unsigned long long smem = 0;
   const cJSON *dev = field(j, "device"), *params = field(j, "params"), *blobs = field(j, "blobs");
   int rc = -1;
   if (!(l->kernel = get_str(r, j, "kernel", true)) || get_u64(r, j, "launch", &l->launch) ||
-      get_dims(r, j, "grid", l->grid) || get_dims(r, j, "block", l->block) ||
+      get_dims(r, j, "grid", GRID_MAX, 0, l->grid) ||
+      get_dims(r, j, "block", BLOCK_MAX, BLOCK_THREADS_MAX, l->block) ||
       get_u64(r, j, "smem", &smem) || get_u64(r, j, "stream", &l->stream) ||
       get_u64(r, j, "bytes_needed", &l->bytes_needed) || get_u64(r, j, "bytes", &l->bytes))
     goto out;
-  if (!cJSON_IsNumber(dev) || dev->valuedouble < -1) {
+  if (smem > 0xffffffffULL) {
+    bad(r, "launch metadata: 'smem' %llu does not fit 32 bits", smem);
+    goto out;
+  }
+  if (!whole_in(dev, -1, 2147483647.0)) {
     bad(r, "launch metadata: 'device' is missing or not a device number");
     goto out;
   }
@@ -257,7 +307,8 @@ static int read_launch(reader *r, const char *text, size_t len) {
   const cJSON *pj;
   cJSON_ArrayForEach(pj, params) {
     ks_capture_param *p = ks_array_push(&r->c->arena, &l->params);
-    if (read_param(r, pj, p) ||
+    size_t position = l->params.len - 1;
+    if (read_param(r, pj, position, position ? &l->params.items[position - 1] : NULL, p) ||
         check_blob_ref(r, blobs, p->before, p->span_hi - p->span_lo) ||
         check_blob_ref(r, blobs, p->after, p->span_hi - p->span_lo))
       goto out;
@@ -282,8 +333,10 @@ static int read_records(reader *r, unsigned long long file_size) {
                  file_size - pos);
     if (fread(h, 1, sizeof h, c->file) != sizeof h)
       return bad(r, "cannot read the record header: %s", strerror(errno));
-    uint32_t type = get32(h);
+    uint32_t type = get32(h), reserved = get32(h + 4);
     uint64_t len = get64(h + 8);
+    if (reserved)
+      return bad(r, "the header's reserved field is %" PRIu32 ", not 0", reserved);
     if (len > file_size - pos - sizeof h - 4)
       return bad(r, "length %" PRIu64 " runs past the end of the file (%llu bytes)", len,
                  file_size);

@@ -40,7 +40,9 @@ int ks_spec_check(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k);
 /* Evaluates size set `size` of `spec` for kernel `k`: buffer lengths,
  * scalar values, distributions and the launch configuration (the spec's, or
  * the launch site's when `site` is given and its expressions evaluate over
- * the kernel's arguments and macros). */
+ * the kernel's arguments and macros). Expects a spec that ks_spec_check
+ * accepted: of the size sets it checks again only the one it evaluates, so
+ * that resolving every set of a large spec stays linear. */
 int ks_spec_resolve(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, const ks_launch *site,
                     size_t size, ks_arena *arena, ks_workload *out);
 

@@ -5,6 +5,8 @@
  * parsed afterwards on their own, so header-only kernels are found too. */
 #include "ks_scan.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,25 @@ static int collect(const char *path, void *data) {
     add_path(&files->cu, &files->ncu, &files->capcu, path);
   else if (ks_path_has_ext(path, ".cuh"))
     add_path(&files->cuh, &files->ncuh, &files->capcuh, path);
+  return 0;
+}
+
+/* Every source must be readable. libclang reports a file it cannot open as
+ * a parse failure, which a tree of such files turns into "no kernels": the
+ * scan says why instead. KERNELSMITH_FAULTS=read:N makes the Nth source
+ * checked here (.cu files first, in walk order) unreadable, for tests that
+ * run where permissions do not apply (as root). */
+static int check_readable(ks_ctx *ctx, char *const *paths, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int fd = -1;
+    if (ks_fault(ctx, "read"))
+      errno = EACCES;
+    else
+      fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return ks_fail(ctx, "%s: cannot read: %s", paths[i], strerror(errno));
+    close(fd);
+  }
   return 0;
 }
 
@@ -326,6 +347,10 @@ int ks_scan_run(ks_ctx *ctx, const ks_scan_options *opts, ks_scan *out) {
     if (ks_is_file(opts->paths[i]) && !ks_path_has_ext(opts->paths[i], ".cu") &&
         !ks_path_has_ext(opts->paths[i], ".cuh"))
       add_path(&files.cu, &files.ncu, &files.capcu, opts->paths[i]);
+  }
+  if (check_readable(ctx, files.cu, files.ncu) || check_readable(ctx, files.cuh, files.ncuh)) {
+    rc = -1;
+    goto out;
   }
   if (opts->build_dir) {
     if (ks_compdb_open(ctx, opts->build_dir, &db)) {

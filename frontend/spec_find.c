@@ -11,8 +11,11 @@
  * An annotation is a block comment whose text starts with "kernelsmith:", or
  * a run of "//" lines on consecutive lines whose first starts with
  * "// kernelsmith:"; the run ends at the first line that is not a "//"
- * comment. */
+ * comment. Files are read as the compiler reads them (a leading byte-order
+ * mark, lone CR line endings), and a NUL byte in a spec is an error, not
+ * the end of the file's text. */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +35,16 @@ typedef struct found_spec {
   const char *name; /* the kernel as the spec names it */
 } found_spec;
 
+/* A file as read: its text as the compiler reads it (spec_int.h), with
+ * each NUL byte made a blank so that C string functions see all of it, and
+ * the bytes with their NULs, for refusing an annotation that holds one. */
+typedef struct file_read {
+  const char *path;
+  const char *text; /* in the arena */
+  const char *raw;  /* likewise, `len` bytes; NULL when there is no NUL */
+  size_t len;
+} file_read;
+
 typedef struct finder {
   ks_ctx *ctx;
   const ks_scan *scan;
@@ -39,11 +52,9 @@ typedef struct finder {
   ks_arena *arena;
   found_spec found[MAX_FOUND];
   unsigned nfound;
-  struct {
-    const char *path;
-    const char *text;
-  } files[MAX_CACHED]; /* files read so far, in the arena */
+  file_read files[MAX_CACHED]; /* files read so far */
   unsigned nfiles;
+  file_read last;              /* the file of the latest file_text */
 } finder;
 
 /* Copied into the arena: sidecar paths are built in temporary strings. */
@@ -52,24 +63,52 @@ static const char *display_path(const finder *f, const char *path) {
   return ks_arena_strdup(f->arena, root && *root ? ks_path_below(path, root) : path);
 }
 
-/* The text of `path`, read once per search. */
+/* The text of `path`, read once per search; f->last describes it. */
 static int file_text(finder *f, const char *path, const char **out) {
   for (unsigned i = 0; i < f->nfiles; i++)
     if (!strcmp(f->files[i].path, path)) {
-      *out = f->files[i].text;
+      f->last = f->files[i];
+      *out = f->last.text;
       return 0;
     }
   ks_buf buf = KS_BUF_INIT;
   int rc = ks_read_file(f->ctx, path, MAX_FILE_BYTES, &buf);
   if (!rc) {
-    *out = ks_arena_strdup(f->arena, buf.data);
-    if (f->nfiles < MAX_CACHED) {
-      f->files[f->nfiles].path = path;
-      f->files[f->nfiles++].text = *out;
+    ks_spec_text_as_compiled(buf.data, buf.len);
+    const char *raw = NULL;
+    if (memchr(buf.data, '\0', buf.len)) {
+      char *copy = ks_arena_alloc(f->arena, buf.len);
+      memcpy(copy, buf.data, buf.len);
+      raw = copy;
+      for (size_t i = 0; i < buf.len; i++)
+        if (!buf.data[i])
+          buf.data[i] = ' ';
     }
+    f->last = (file_read){path, ks_arena_strndup(f->arena, buf.data, buf.len), raw, buf.len};
+    *out = f->last.text;
+    if (f->nfiles < MAX_CACHED)
+      f->files[f->nfiles++] = f->last;
   }
   ks_buf_release(&buf);
   return rc;
+}
+
+/* Fails when bytes [begin, end) of the latest file hold a NUL: a spec with
+ * one would be read as something else than what an editor shows. */
+static int refuse_nul(finder *f, const char *shown, size_t begin, size_t end) {
+  if (!f->last.raw || begin >= f->last.len)
+    return 0;
+  if (end > f->last.len)
+    end = f->last.len;
+  const char *nul = memchr(f->last.raw + begin, '\0', end - begin);
+  if (!nul)
+    return 0;
+  size_t at = (size_t)(nul - f->last.raw);
+  unsigned line = 1;
+  for (size_t i = 0; i < at; i++)
+    line += f->last.text[i] == '\n';
+  return ks_spec_fail(f->ctx, shown, line,
+                      "a NUL byte (at byte %zu) in the spec: remove it, a spec is text", at);
 }
 
 static void add_found(finder *f, const char *file, unsigned line, const char *text,
@@ -108,11 +147,12 @@ static unsigned count_lines(const char *b, const char *e) {
 }
 
 /* Collects the comments between the last code before the line holding
- * `offset` and that line, then records each annotation among them. */
-static void annotations_above(finder *f, const char *path, const char *text, unsigned offset) {
+ * `offset` and that line, then records each annotation among them (text is
+ * the latest file_text's). */
+static int annotations_above(finder *f, const char *path, const char *text, unsigned offset) {
   size_t len = strlen(text);
   if (offset > len)
-    return;
+    return 0;
   const char *anchor = text + offset;
   while (anchor > text && anchor[-1] != '\n')
     anchor--;
@@ -157,6 +197,9 @@ static void annotations_above(finder *f, const char *path, const char *text, uns
     if (!c->own_line || !starts_tag(c->begin, c->end))
       continue;
     if (c->is_block) {
+      if (refuse_nul(f, display_path(f, path), (size_t)(c->begin - text),
+                     (size_t)(c->end - text)))
+        return -1;
       add_found(f, display_path(f, path), c->line,
                 ks_arena_strndup(f->arena, c->begin, (size_t)(c->end - c->begin)),
                 f->k->qualified_name);
@@ -167,6 +210,9 @@ static void annotations_above(finder *f, const char *path, const char *text, uns
     while (j < run.len && !run.items[j].is_block && run.items[j].own_line &&
            run.items[j].line == run.items[j - 1].line + 1)
       j++;
+    if (refuse_nul(f, display_path(f, path), (size_t)(c->begin - text),
+                   (size_t)(run.items[j - 1].end - text)))
+      return -1;
     ks_buf b = KS_BUF_INIT;
     for (size_t m = i; m < j; m++) {
       ks_buf_add(&b, run.items[m].begin, (size_t)(run.items[m].end - run.items[m].begin));
@@ -177,6 +223,7 @@ static void annotations_above(finder *f, const char *path, const char *text, uns
     ks_buf_release(&b);
     i = j - 1;
   }
+  return 0;
 }
 
 /* ---- names ------------------------------------------------------------ */
@@ -304,7 +351,8 @@ static int sidecar(finder *f, const char *path, const char *dir, bool per_source
   if (!ks_is_file(path))
     return 0;
   const char *shown = display_path(f, path);
-  if (file_text(f, path, &text) || split_sections(f, shown, text, &secs))
+  if (file_text(f, path, &text) || refuse_nul(f, shown, 0, SIZE_MAX) ||
+      split_sections(f, shown, text, &secs))
     return -1;
   for (size_t s = 0; s < secs.len; s++) {
     const section *sec = &secs.items[s];
@@ -369,10 +417,10 @@ int ks_spec_find(ks_ctx *ctx, const ks_scan *scan, const ks_kernel *k, ks_arena 
   const char *text;
   const char *kfile = k->extent.begin.file ? k->extent.begin.file : k->loc.file;
   if (kfile) {
-    if (file_text(&f, kfile, &text))
+    if (file_text(&f, kfile, &text) ||
+        annotations_above(&f, kfile, text,
+                          k->extent.begin.file ? k->extent.begin.offset : k->loc.offset))
       return -1;
-    annotations_above(&f, kfile, text,
-                      k->extent.begin.file ? k->extent.begin.offset : k->loc.offset);
   }
   for (size_t i = 0; scan && i < k->launches.len; i++) {
     size_t index = k->launches.items[i];
@@ -381,9 +429,9 @@ int ks_spec_find(ks_ctx *ctx, const ks_scan *scan, const ks_kernel *k, ks_arena 
     const ks_launch *site = &scan->launches.items[index];
     if (!site->loc.file)
       continue;
-    if (file_text(&f, site->loc.file, &text))
+    if (file_text(&f, site->loc.file, &text) ||
+        annotations_above(&f, site->loc.file, text, site->loc.offset))
       return -1;
-    annotations_above(&f, site->loc.file, text, site->loc.offset);
   }
   if (sidecars(&f))
     return -1;

@@ -25,9 +25,22 @@ void ks_spec_env_init(ks_spec_env *env, ks_arena *arena);
 void ks_spec_env_bind(ks_spec_env *env, const char *name, ks_value value);
 bool ks_spec_env_get(const ks_spec_env *env, const char *name, ks_value *out);
 
-/* "file:line: " + message, as every spec error starts. */
+/* "file:line: " + message, as every spec error starts. A long path is
+ * shown by its last part ("...dir/t.cu"). */
 int ks_spec_fail(ks_ctx *ctx, const char *file, unsigned line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* User text (an expression, a field, a name) as a message quotes it: whole
+ * when short, else its first KS_SPEC_QUOTE_MAX bytes (cut at a character
+ * boundary) and "...", so that a 10 KB expression leaves the message room
+ * for its reason (ks_ctx.error holds 2 KB). In `arena`. */
+enum { KS_SPEC_QUOTE_MAX = 200 };
+const char *ks_spec_quote(ks_arena *arena, const char *text);
+
+/* A source or sidecar as the compiler reads it: a UTF-8 byte-order mark at
+ * its start becomes blanks and a lone CR ends a line (CR LF stays), both in
+ * place, so offsets and line numbers stay the compiler's. */
+void ks_spec_text_as_compiled(char *text, size_t len);
 
 /* The launch site's configuration for kernel `k`, evaluated: identifiers
  * that are arguments of the launch stand for the kernel parameters they are

@@ -14,12 +14,65 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "ks_specs.h"
 #include "spec_int.h"
+
+/* Names given so far (size sets, scalars, buffers), hashed: a spec of
+ * 20,000 size sets is checked for repeats in linear time. */
+typedef struct name_slot {
+  const char *name; /* NULL: empty */
+  size_t at;        /* index in the spec's array */
+} name_slot;
+typedef struct name_index {
+  name_slot *slots; /* malloc'd; a power of two of them, at most half full */
+  size_t cap, len;
+} name_index;
+
+static size_t name_hash(const char *s) {
+  size_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return h;
+}
+
+static bool index_find(const name_index *x, const char *name, size_t *at) {
+  if (!x->cap)
+    return false;
+  for (size_t i = name_hash(name) & (x->cap - 1); x->slots[i].name; i = (i + 1) & (x->cap - 1))
+    if (!strcmp(x->slots[i].name, name)) {
+      *at = x->slots[i].at;
+      return true;
+    }
+  return false;
+}
+
+static void index_put(name_slot *slots, size_t cap, const char *name, size_t at) {
+  size_t i = name_hash(name) & (cap - 1);
+  while (slots[i].name)
+    i = (i + 1) & (cap - 1);
+  slots[i] = (name_slot){name, at};
+}
+
+/* Adds a name not in the index yet. */
+static void index_add(name_index *x, const char *name, size_t at) {
+  if (2 * (x->len + 1) > x->cap) {
+    size_t cap = x->cap ? 2 * x->cap : 16;
+    name_slot *slots = ks_xcalloc(cap, sizeof *slots);
+    for (size_t i = 0; i < x->cap; i++)
+      if (x->slots[i].name)
+        index_put(slots, cap, x->slots[i].name, x->slots[i].at);
+    free(x->slots);
+    x->slots = slots;
+    x->cap = cap;
+  }
+  index_put(x->slots, x->cap, name, at);
+  x->len++;
+}
 
 /* Parsing state for one spec. */
 typedef struct spec_parser {
@@ -30,7 +83,24 @@ typedef struct spec_parser {
   ks_spec *out;
   /* lines where single-valued fields were given, to report repeats */
   unsigned launch_line, tolerance_line, reference_line, seeds_line, instance_line, flops_line;
+  name_index sizes, scalars, buffers; /* names given so far */
 } spec_parser;
+
+/* Where a cut of `text` at or before byte `n` leaves whole UTF-8
+ * characters: not before a continuation byte. */
+static size_t char_boundary(const char *text, size_t n) {
+  while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+    n--;
+  return n;
+}
+
+const char *ks_spec_quote(ks_arena *arena, const char *text) {
+  size_t len = strlen(text);
+  if (len <= KS_SPEC_QUOTE_MAX)
+    return text;
+  size_t n = char_boundary(text, KS_SPEC_QUOTE_MAX);
+  return ks_arena_printf(arena, "%.*s...", (int)n, text);
+}
 
 int ks_spec_fail(ks_ctx *ctx, const char *file, unsigned line, const char *fmt, ...) {
   char msg[sizeof ctx->error];
@@ -38,10 +108,28 @@ int ks_spec_fail(ks_ctx *ctx, const char *file, unsigned line, const char *fmt, 
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* A path's end names the file: keep that of a long one. */
+  size_t len = strlen(file);
+  if (len > KS_SPEC_QUOTE_MAX) {
+    size_t from = len - KS_SPEC_QUOTE_MAX;
+    while (from < len && ((unsigned char)file[from] & 0xC0) == 0x80)
+      from++;
+    return ks_fail(ctx, "...%s:%u: %s", file + from, line, msg);
+  }
   return ks_fail(ctx, "%s:%u: %s", file, line, msg);
 }
 
+void ks_spec_text_as_compiled(char *text, size_t len) {
+  if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
+    memset(text, ' ', 3);
+  for (size_t i = 0; i < len; i++)
+    if (text[i] == '\r' && (i + 1 == len || text[i + 1] != '\n'))
+      text[i] = '\n';
+}
+
 #define FAIL(sp, ...) ks_spec_fail((sp)->ctx, (sp)->file, (sp)->line, __VA_ARGS__)
+/* User text in a message: an excerpt when long. */
+#define Q(sp, text) ks_spec_quote((sp)->arena, (text))
 
 static const char *skip_ws(const char *p) {
   while (*p == ' ' || *p == '\t')
@@ -74,7 +162,7 @@ static int check_expr(spec_parser *sp, const char *field, const char *what, cons
   if (ks_expr_check(sp->ctx, expr)) {
     char err[sizeof sp->ctx->error];
     snprintf(err, sizeof err, "%s", sp->ctx->error);
-    return FAIL(sp, "%s: %s '%s': %s", field, what, expr, err);
+    return FAIL(sp, "%s: %s '%s': %s", field, what, Q(sp, expr), err);
   }
   return 0;
 }
@@ -89,7 +177,7 @@ static int check_dim3(spec_parser *sp, const char *what, const char *text) {
     ks_strings parts = {0};
     ks_ctext_split(sp->arena, p + 1, end - 1, &parts);
     if (parts.len > 3)
-      return FAIL(sp, "launch: %s '%s' has more than 3 components", what, text);
+      return FAIL(sp, "launch: %s '%s' has more than 3 components", what, Q(sp, text));
     if (parts.len > 1 || p != text)
       for (size_t i = 0; i < parts.len; i++)
         if (check_expr(sp, "launch", what, parts.items[i]))
@@ -113,7 +201,7 @@ static int parse_pairs(spec_parser *sp, const char *field, const char *p, const 
     const char *key = read_ident(sp, &q);
     q = skip_ws(q);
     if (!key || *q != '=' || q[1] == '=')
-      return FAIL(sp, "%s: expected 'key = value', not '%s'", field, parts.items[i]);
+      return FAIL(sp, "%s: expected 'key = value', not '%s'", field, Q(sp, parts.items[i]));
     size_t k = 0;
     while (k < nkeys && strcmp(keys[k], key))
       k++;
@@ -121,7 +209,7 @@ static int parse_pairs(spec_parser *sp, const char *field, const char *p, const 
       ks_buf expected = KS_BUF_INIT;
       for (size_t j = 0; j < nkeys; j++)
         ks_buf_addf(&expected, "%s%s", j ? (j + 1 == nkeys ? " or " : ", ") : "", keys[j]);
-      int rc = FAIL(sp, "%s: unknown key '%s' (expected %s)", field, key, expected.data);
+      int rc = FAIL(sp, "%s: unknown key '%s' (expected %s)", field, Q(sp, key), expected.data);
       ks_buf_release(&expected);
       return rc;
     }
@@ -149,11 +237,13 @@ static int parse_tolerance(spec_parser *sp, const char *field, const char *p, co
     if (ks_expr_eval(sp->ctx, vals[i], NULL, &v)) {
       char err[sizeof sp->ctx->error];
       snprintf(err, sizeof err, "%s", sp->ctx->error);
-      return FAIL(sp, "%s: %s '%s': %s (a tolerance is a number)", field, keys[i], vals[i], err);
+      return FAIL(sp, "%s: %s '%s': %s (a tolerance is a number)", field, keys[i],
+                  Q(sp, vals[i]), err);
     }
     double d = ks_value_as_double(v);
     if (!(d >= 0) || !isfinite(d))
-      return FAIL(sp, "%s: %s must be a non-negative number, not '%s'", field, keys[i], vals[i]);
+      return FAIL(sp, "%s: %s must be a non-negative number, not '%s'", field, keys[i],
+                  Q(sp, vals[i]));
     *outs[i] = d;
   }
   return 0;
@@ -166,14 +256,14 @@ static int parse_size(spec_parser *sp, const char *p) {
   const char *name = read_ident(sp, &p);
   if (!name)
     return FAIL(sp, "size: expected a name, as in 'size timed: n = 1 << 20'");
-  char field[96];
-  snprintf(field, sizeof field, "size '%s'", name);
+  const char *field = ks_arena_printf(sp->arena, "size '%s'", Q(sp, name));
   p = skip_ws(p);
   if (*p != ':')
     return FAIL(sp, "%s: expected ':' after the name", field);
-  for (size_t i = 0; i < sp->out->sizes.len; i++)
-    if (!strcmp(sp->out->sizes.items[i].name, name))
-      return FAIL(sp, "%s: given twice (first on line %u)", field, sp->out->sizes.items[i].line);
+  size_t first;
+  if (index_find(&sp->sizes, name, &first))
+    return FAIL(sp, "%s: given twice (first on line %u)", field, sp->out->sizes.items[first].line);
+  index_add(&sp->sizes, name, sp->out->sizes.len);
   ks_size_set *set = ks_array_push(sp->arena, &sp->out->sizes);
   set->name = name;
   set->timed = !strcmp(name, "timed");
@@ -187,17 +277,15 @@ static int parse_size(spec_parser *sp, const char *p) {
     const char *var = read_ident(sp, &q);
     q = skip_ws(q);
     if (!var || *q != '=' || q[1] == '=')
-      return FAIL(sp, "%s: expected 'variable = value', not '%s'", field, parts.items[i]);
+      return FAIL(sp, "%s: expected 'variable = value', not '%s'", field, Q(sp, parts.items[i]));
     for (size_t j = 0; j < set->vars.len; j++)
       if (!strcmp(set->vars.items[j].name, var))
-        return FAIL(sp, "%s: variable '%s' given twice", field, var);
+        return FAIL(sp, "%s: variable '%s' given twice", field, Q(sp, var));
     ks_binding *b = ks_array_push(sp->arena, &set->vars);
     b->name = var;
     b->value = trimmed(sp, q + 1, q + strlen(q));
     b->line = sp->line;
-    char what[96];
-    snprintf(what, sizeof what, "variable '%s'", var);
-    if (check_expr(sp, field, what, b->value))
+    if (check_expr(sp, field, ks_arena_printf(sp->arena, "variable '%s'", Q(sp, var)), b->value))
       return -1;
   }
   return 0;
@@ -214,13 +302,13 @@ static int parse_scalar(spec_parser *sp, const char *p) {
     const char *name = read_ident(sp, &q);
     q = skip_ws(q);
     if (!name || *q != '=' || q[1] == '=')
-      return FAIL(sp, "scalar: expected 'name = value', not '%s'", parts.items[i]);
-    char field[96];
-    snprintf(field, sizeof field, "scalar '%s'", name);
-    for (size_t j = 0; j < sp->out->scalars.len; j++)
-      if (!strcmp(sp->out->scalars.items[j].name, name))
-        return FAIL(sp, "%s: given twice (first on line %u)", field,
-                    sp->out->scalars.items[j].line);
+      return FAIL(sp, "scalar: expected 'name = value', not '%s'", Q(sp, parts.items[i]));
+    const char *field = ks_arena_printf(sp->arena, "scalar '%s'", Q(sp, name));
+    size_t first;
+    if (index_find(&sp->scalars, name, &first))
+      return FAIL(sp, "%s: given twice (first on line %u)", field,
+                  sp->out->scalars.items[first].line);
+    index_add(&sp->scalars, name, sp->out->scalars.len);
     ks_binding *b = ks_array_push(sp->arena, &sp->out->scalars);
     b->name = name;
     b->value = trimmed(sp, q + 1, q + strlen(q));
@@ -259,14 +347,14 @@ static int parse_buffer_tail(spec_parser *sp, const char *field, const char *p, 
       const char *e = p;
       while (*e && *e != ' ' && *e != '\t')
         e++;
-      return FAIL(sp, "%s: unexpected '%s'", field, trimmed(sp, start, e));
+      return FAIL(sp, "%s: unexpected '%s'", field, Q(sp, trimmed(sp, start, e)));
     }
     const char *args = NULL, *args_end = NULL;
     p = skip_ws(p);
     if (*p == '(') {
       const char *close = ks_ctext_matching(p, p + strlen(p));
       if (!close)
-        return FAIL(sp, "%s: unbalanced parentheses after '%s'", field, word);
+        return FAIL(sp, "%s: unbalanced parentheses after '%s'", field, Q(sp, word));
       args = p + 1;
       args_end = close;
       p = close + 1;
@@ -287,7 +375,7 @@ static int parse_buffer_tail(spec_parser *sp, const char *field, const char *p, 
       return FAIL(sp,
                   "%s: unknown distribution '%s' (expected uniform, normal, int, iota, "
                   "permutation, const or sorted_int)",
-                  field, word);
+                  field, Q(sp, word));
     if (dist_name)
       return FAIL(sp, "%s: two distributions ('%s' and '%s')", field, dist_name, word);
     if (b->role == KS_ROLE_OUT)
@@ -325,11 +413,12 @@ static int parse_buffer(spec_parser *sp, ks_role role, const char *p) {
   const char *name = read_ident(sp, &p);
   if (!name)
     return FAIL(sp, "buffer: expected a parameter name, as in 'in x: float[n] uniform(-1, 1)'");
-  char field[96];
-  snprintf(field, sizeof field, "buffer '%s'", name);
-  for (size_t i = 0; i < sp->out->buffers.len; i++)
-    if (!strcmp(sp->out->buffers.items[i].param, name))
-      return FAIL(sp, "%s: given twice (first on line %u)", field, sp->out->buffers.items[i].line);
+  const char *field = ks_arena_printf(sp->arena, "buffer '%s'", Q(sp, name));
+  size_t first;
+  if (index_find(&sp->buffers, name, &first))
+    return FAIL(sp, "%s: given twice (first on line %u)", field,
+                sp->out->buffers.items[first].line);
+  index_add(&sp->buffers, name, sp->out->buffers.len);
   ks_spec_buffer *b = ks_array_push(sp->arena, &sp->out->buffers);
   b->param = name;
   b->role = role;
@@ -348,7 +437,7 @@ static int parse_buffer(spec_parser *sp, ks_role role, const char *p) {
       return FAIL(sp,
                   "%s: unknown element type '%s' (expected a C arithmetic type such as "
                   "float or unsigned int, or f16, bf16, f32, f64, i8 ... u64)",
-                  field, type);
+                  field, Q(sp, type));
     p = bracket;
   }
   if (*p != '[') {
@@ -408,7 +497,7 @@ static int parse_seeds(spec_parser *sp, const char *p) {
   if (once(sp, "seeds", &sp->seeds_line))
     return -1;
   if (ks_expr_eval_count(sp->ctx, p, NULL, 1000, &n) || n == 0)
-    return FAIL(sp, "seeds: expected a number of input sets from 1 to 1000, not '%s'", p);
+    return FAIL(sp, "seeds: expected a number of input sets from 1 to 1000, not '%s'", Q(sp, p));
   sp->out->seeds = (unsigned)n;
   return 0;
 }
@@ -461,7 +550,7 @@ static int parse_line(spec_parser *sp, const char *text) {
     return FAIL(sp,
                 "expected a field (size, scalar, in, out, inout, launch, tolerance, "
                 "reference, seeds, instance, flops), not '%s'",
-                text);
+                Q(sp, text));
   const char *rest = skip_ws(p);
   if (!strcmp(word, "size"))
     return parse_size(sp, rest);
@@ -501,11 +590,11 @@ static int parse_line(spec_parser *sp, const char *text) {
     if (distance(word, fields[i]) <= (strlen(fields[i]) > 3 ? 2u : 1u))
       hint = fields[i];
   if (hint)
-    return FAIL(sp, "unknown field '%s' (did you mean '%s'?)", word, hint);
+    return FAIL(sp, "unknown field '%s' (did you mean '%s'?)", Q(sp, word), hint);
   return FAIL(sp,
               "unknown field '%s' (expected size, scalar, in, out, inout, launch, "
               "tolerance, reference, seeds, instance or flops)",
-              word);
+              Q(sp, word));
 }
 
 /* One physical line without comment markers, the "kernelsmith:" tag and
@@ -584,5 +673,8 @@ int ks_spec_parse(ks_ctx *ctx, const char *file, unsigned line, const char *text
   }
 out:
   ks_buf_release(&joined);
+  free(sp.sizes.slots);
+  free(sp.scalars.slots);
+  free(sp.buffers.slots);
   return rc;
 }

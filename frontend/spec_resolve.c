@@ -16,6 +16,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -99,16 +100,23 @@ static const char *args_text(ks_arena *arena, const ks_template_args *args) {
 /* The template arguments: from `instance`, else the one instantiation. */
 static int template_args(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, ks_arena *arena,
                          kernel_view *v) {
-  if (!k->tparams.len)
+  if (!k->tparams.len) {
+    if (spec->instance) /* it would be ignored: say so instead */
+      return ks_spec_fail(ctx, spec->file, spec->line,
+                          "instance: %s is not a template, so 'instance %s' has nothing to "
+                          "instantiate; remove the line",
+                          k->name, ks_spec_quote(arena, spec->instance));
     return 0;
+  }
   const char **given = ks_arena_alloc(arena, k->tparams.len * sizeof *given);
   if (spec->instance) {
     ks_strings parts = {0};
     ks_ctext_split(arena, spec->instance, spec->instance + strlen(spec->instance), &parts);
     if (parts.len > k->tparams.len)
       return ks_spec_fail(ctx, spec->file, spec->line,
-                          "instance: '%s' gives %zu template arguments; %s has %zu", spec->instance,
-                          parts.len, k->name, k->tparams.len);
+                          "instance: '%s' gives %zu template arguments; %s has %zu",
+                          ks_spec_quote(arena, spec->instance), parts.len, k->name,
+                          k->tparams.len);
     for (size_t i = 0; i < parts.len; i++)
       given[i] = parts.items[i];
   } else {
@@ -198,9 +206,10 @@ static bool size_has(const ks_size_set *set, const char *name) {
   return false;
 }
 
+/* Every size set has the timed set's variables and no others. */
 static int check_sizes(ks_ctx *ctx, const ks_spec *spec) {
   const ks_size_set *timed = NULL;
-  for (size_t i = 0; i < spec->sizes.len; i++)
+  for (size_t i = 0; i < spec->sizes.len && !timed; i++)
     if (spec->sizes.items[i].timed)
       timed = &spec->sizes.items[i];
   if (!timed)
@@ -219,6 +228,25 @@ static int check_sizes(ks_ctx *ctx, const ks_spec *spec) {
                             "size '%s': variable '%s' is not in size 'timed'", s->name,
                             s->vars.items[j].name);
   }
+  return 0;
+}
+
+/* What resolving size set `size` checks of the sizes: after ks_spec_check
+ * every set has the same variables, so the set is compared with the first
+ * one only. Finding the timed set again, or checking every set, for each
+ * of 20,000 resolved sets made a large spec quadratic. */
+static int check_one_size(ks_ctx *ctx, const ks_spec *spec, size_t size) {
+  const ks_size_set *first = &spec->sizes.items[0], *s = &spec->sizes.items[size];
+  for (size_t j = 0; j < first->vars.len; j++)
+    if (!size_has(s, first->vars.items[j].name))
+      return ks_spec_fail(ctx, spec->file, s->line,
+                          "size '%s': no variable '%s' (size '%s' has one)", s->name,
+                          first->vars.items[j].name, first->name);
+  for (size_t j = 0; j < s->vars.len; j++)
+    if (!size_has(first, s->vars.items[j].name))
+      return ks_spec_fail(ctx, spec->file, s->line,
+                          "size '%s': variable '%s' is not in size '%s'", s->name,
+                          s->vars.items[j].name, first->name);
   return 0;
 }
 
@@ -295,10 +323,12 @@ static int check_scalars(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, k
   return 0;
 }
 
-static int view_kernel(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, ks_arena *arena,
-                       kernel_view *v) {
+/* `size`: the size set about to be resolved (SIZE_MAX: check them all). */
+static int view_kernel(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, size_t size,
+                       ks_arena *arena, kernel_view *v) {
   memset(v, 0, sizeof *v);
-  if (check_sizes(ctx, spec) || template_args(ctx, spec, k, arena, v) ||
+  if ((size == SIZE_MAX ? check_sizes(ctx, spec) : check_one_size(ctx, spec, size)) ||
+      template_args(ctx, spec, k, arena, v) ||
       view_params(ctx, spec, k, arena, v) || check_buffers(ctx, spec, k, arena, v) ||
       check_scalars(ctx, spec, k, arena, v))
     return -1;
@@ -308,7 +338,7 @@ static int view_kernel(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, ks_
 int ks_spec_check(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k) {
   ks_arena arena = KS_ARENA_INIT;
   kernel_view v;
-  int rc = view_kernel(ctx, spec, k, &arena, &v);
+  int rc = view_kernel(ctx, spec, k, SIZE_MAX, &arena, &v);
   ks_arena_release(&arena);
   return rc;
 }
@@ -340,7 +370,7 @@ static int eval_fail(resolver *r, unsigned line, const char *field, const char *
   char err[sizeof r->ctx->error];
   snprintf(err, sizeof err, "%s", r->ctx->error);
   return ks_spec_fail(r->ctx, r->spec->file, line, "size '%s': %s '%s': %s", r->size->name, field,
-                      text, err);
+                      ks_spec_quote(r->env.arena, text), err);
 }
 
 static int eval(resolver *r, unsigned line, const char *field, const char *text, ks_value *out) {
@@ -355,14 +385,32 @@ static void int_range(ks_dtype t, double *lo, double *hi) {
   *hi = is_unsigned ? ldexp(1, (int)bits) - 1 : ldexp(1, (int)bits - 1) - 1;
 }
 
+/* The largest finite value of a floating element type narrower than a
+ * double (f16 65504, bf16 (2 - 2^-7) * 2^127, f32 FLT_MAX), or 0 for f64
+ * and integers. A value beyond it would be infinite, and the worker's
+ * conversion through float undefined past FLT_MAX: specs refuse it. */
+static double narrow_float_max(ks_dtype t) {
+  switch (t) {
+  case KS_DT_F16: return 65504.0;
+  case KS_DT_BF16: return 0x1.fep127;
+  case KS_DT_F32: return FLT_MAX;
+  default: return 0;
+  }
+}
+
+/* How far from its mean the worker's normal generator can go, in standard
+ * deviations: its Box-Muller draw is at most sqrt(-2 ln 2^-53) = 8.572. */
+static const double NORMAL_REACH = 8.58;
+
 /* A value as the parameter's type takes it. */
 static int to_scalar(resolver *r, unsigned line, const char *name, ks_dtype t, ks_value v,
                      ks_value *out) {
   if (ks_dtype_is_float(t)) {
-    double d = ks_value_as_double(v);
-    if (t == KS_DT_F32 && fabs(d) > FLT_MAX) /* (float)d would be undefined */
+    double d = ks_value_as_double(v), max = narrow_float_max(t);
+    if (max && !(fabs(d) <= max)) /* (float)d would be undefined past FLT_MAX */
       return ks_spec_fail(r->ctx, r->spec->file, line,
-                          "size '%s': scalar '%s' = %g does not fit f32", r->size->name, name, d);
+                          "size '%s': scalar '%s' = %.17g does not fit %s (largest %.17g)",
+                          r->size->name, name, d, ks_dtype_name(t), max);
     *out = (ks_value){.is_int = false, .f = t == KS_DT_F32 ? (double)(float)d : d};
     return 0;
   }
@@ -448,8 +496,17 @@ static int resolve_dist(resolver *r, const ks_spec_buffer *sb, ks_wbuffer *wb) {
     else if (first != floor(first))
       bad = "values must be whole numbers for an integer buffer";
   }
-  if (!bad && wb->dtype == KS_DT_F16 && (fabs(first) > 65504 || fabs(last) > 65504))
-    bad = "values beyond 65504 do not fit f16";
+  double max = narrow_float_max(wb->dtype);
+  if (!bad && max && d->kind == KS_DIST_NORMAL &&
+      !(fabs(wb->a) + NORMAL_REACH * wb->b <= max))
+    bad = ks_arena_printf(r->env.arena,
+                          "normal(%.17g, %.17g) reaches %.17g (%.3g standard deviations from "
+                          "its mean), which does not fit %s (largest %.17g)",
+                          wb->a, wb->b, fabs(wb->a) + NORMAL_REACH * wb->b, NORMAL_REACH,
+                          ks_dtype_name(wb->dtype), max);
+  else if (!bad && max && !(fabs(first) <= max && fabs(last) <= max))
+    bad = ks_arena_printf(r->env.arena, "values from %.17g to %.17g do not fit %s (largest %.17g)",
+                          first, last, ks_dtype_name(wb->dtype), max);
   if (bad)
     return ks_spec_fail(r->ctx, r->spec->file, sb->line, "size '%s': buffer '%s': %s",
                         r->size->name, sb->param, bad);
@@ -625,7 +682,7 @@ int ks_spec_resolve(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, const 
   kernel_view v;
   if (size >= spec->sizes.len)
     return ks_fail(ctx, "%s:%u: no size set %zu", spec->file, spec->line, size);
-  if (view_kernel(ctx, spec, k, arena, &v))
+  if (view_kernel(ctx, spec, k, size, arena, &v))
     return -1;
   resolver r = {.ctx = ctx, .spec = spec, .size = &spec->sizes.items[size]};
   ks_spec_env_init(&r.env, arena);
@@ -712,15 +769,15 @@ static int rewrite_guard_fns(ks_ctx *ctx, const ks_kernel *k, const ks_workload 
     if (close)
       ks_ctext_split(arena, open + 1, close, &args);
     if (!close || args.len != 2) {
-      rc = ks_fail(ctx, "%s: '%s'", fn->usage, text);
+      rc = ks_fail(ctx, "%s: '%s'", fn->usage, ks_spec_quote(arena, text));
       goto out;
     }
     int pi[2] = {-1, -1};
     for (size_t a = 0; a < fn->pointers; a++) {
       int i = find_param(k, args.items[a]);
       if (i < 0 || k->params.items[i].kind != KS_PARAM_POINTER) {
-        rc = ks_fail(ctx, "%s(): '%s' is not a pointer parameter of %s", fn->name, args.items[a],
-                     k->name);
+        rc = ks_fail(ctx, "%s(): '%s' is not a pointer parameter of %s", fn->name,
+                     ks_spec_quote(arena, args.items[a]), k->name);
         goto out;
       }
       pi[a] = i;
@@ -795,7 +852,7 @@ int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
       char err[sizeof ctx->error];
       snprintf(err, sizeof err, "%s", ctx->error);
       rc = ks_fail(ctx, "%s%s%s: requires '%s': %s", from, *from ? ": " : "", name,
-                   v->requires.items[g], err);
+                   ks_spec_quote(&arena, v->requires.items[g]), err);
       goto out;
     }
     if (!(val.is_int ? val.i != 0 : val.f != 0.0)) {
@@ -814,8 +871,8 @@ int ks_variant_resolve(ks_ctx *ctx, const ks_variant *v, const ks_kernel *k,
     if (frc) {
       char err[sizeof ctx->error];
       snprintf(err, sizeof err, "%s", ctx->error);
-      rc = ks_fail(ctx, "%s%s%s: %s '%s': %s", from, *from ? ": " : "", name, what[i], texts[i],
-                   err);
+      rc = ks_fail(ctx, "%s%s%s: %s '%s': %s", from, *from ? ": " : "", name, what[i],
+                   ks_spec_quote(&arena, texts[i]), err);
       goto out;
     }
   }

@@ -119,7 +119,7 @@ static bool site_lookup(void *data, const char *name, size_t len, ks_value *out)
       return true;
     if (!env->why)
       env->why = ks_arena_printf(env->arena, "macro '%s' ('%s') does not evaluate: %s", m->name,
-                                 m->value, env->ctx->error);
+                                 ks_spec_quote(env->arena, m->value), env->ctx->error);
   } else if (m && m->function_like && !env->why) {
     env->why = ks_arena_printf(env->arena, "'%s' is a function-like macro", m->name);
   }
@@ -329,9 +329,12 @@ int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
    * site) wins where both define a name. */
   const char *kfile = k->loc.file;
   if (kfile && site->loc.file && strcmp(kfile, site->loc.file) &&
-      !ks_read_file(ctx, kfile, MAX_FILE_BYTES, &kernel_text))
+      !ks_read_file(ctx, kfile, MAX_FILE_BYTES, &kernel_text)) {
+    ks_spec_text_as_compiled(kernel_text.data, kernel_text.len);
     collect_macros(arena, kernel_text.data, kernel_text.data + kernel_text.len, &env.macros);
+  }
   if (site->loc.file && !ks_read_file(ctx, site->loc.file, MAX_FILE_BYTES, &site_text)) {
+    ks_spec_text_as_compiled(site_text.data, site_text.len);
     size_t upto = site->loc.offset < site_text.len ? site->loc.offset : site_text.len;
     collect_macros(arena, site_text.data, site_text.data + upto, &env.macros);
   }
@@ -367,8 +370,8 @@ int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
     }
     if (!reason)
       reason = ks_arena_strdup(arena, ctx->error);
-    rc = ks_fail(ctx, "the launch site's %s '%s' (%s) cannot be evaluated: %s", what[i], texts[i],
-                 where, reason);
+    rc = ks_fail(ctx, "the launch site's %s '%s' (%s) cannot be evaluated: %s", what[i],
+                 ks_spec_quote(arena, texts[i]), where, reason);
   }
   ks_buf_release(&site_text);
   ks_buf_release(&kernel_text);

@@ -20,30 +20,60 @@ void ks_ctx_init(ks_ctx *ctx, const char *prog) {
 
 void ks_ctx_release(ks_ctx *ctx) { pthread_mutex_destroy(&ctx->lock); }
 
+/* A message longer than the error buffer keeps its start and its end, the
+ * middle replaced by " ... ": what failed is said first and why last, and a
+ * quoted 10 KB expression in between must not push the why out. Cuts fall
+ * on UTF-8 character boundaries. */
+enum { KEEP_HEAD = 600 };
+static const char CUT[] = " ... ";
+
+static void keep_ends(char *out, size_t cap, const char *whole, size_t len) {
+  size_t head = KEEP_HEAD, tail = cap - 1 - head - (sizeof CUT - 1);
+  while (head > 0 && ((unsigned char)whole[head] & 0xC0) == 0x80)
+    head--;
+  size_t from = len - tail;
+  while (from < len && ((unsigned char)whole[from] & 0xC0) == 0x80)
+    from++;
+  memcpy(out, whole, head);
+  memcpy(out + head, CUT, sizeof CUT - 1);
+  memcpy(out + head + sizeof CUT - 1, whole + from, len - from);
+  out[head + sizeof CUT - 1 + len - from] = '\0';
+}
+
 int ks_fail(ks_ctx *ctx, const char *fmt, ...) {
   /* Formatted aside first: callers wrap the previous error
    * (ks_fail(ctx, "guard '%s': %s", g, ctx->error)), which vsnprintf
    * straight into ctx->error would read while overwriting it. */
   char msg[sizeof ctx->error];
-  va_list ap;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_copy(again, ap);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  if (n >= (int)sizeof msg) {
+    char *whole = malloc((size_t)n + 1);
+    if (whole) { /* else the message stays cut at its end */
+      vsnprintf(whole, (size_t)n + 1, fmt, again);
+      keep_ends(msg, sizeof msg, whole, (size_t)n);
+      free(whole);
+    }
+  }
+  va_end(again);
   memcpy(ctx->error, msg, sizeof msg);
   return -1;
 }
 
 void ks_fail_prefix(ks_ctx *ctx, const char *prefix) {
-  size_t p = strlen(prefix) + 2, cap = sizeof ctx->error;
-  if (p >= cap)
+  size_t p = strlen(prefix), keep = strnlen(ctx->error, sizeof ctx->error - 1);
+  char *whole = malloc(p + 2 + keep + 1);
+  if (!whole)
     return;
-  size_t keep = strnlen(ctx->error, cap - 1);
-  if (keep > cap - 1 - p)
-    keep = cap - 1 - p;
-  memmove(ctx->error + p, ctx->error, keep);
-  memcpy(ctx->error, prefix, p - 2);
-  memcpy(ctx->error + p - 2, ": ", 2);
-  ctx->error[p + keep] = '\0';
+  memcpy(whole, prefix, p);
+  memcpy(whole + p, ": ", 2);
+  memcpy(whole + p + 2, ctx->error, keep);
+  whole[p + 2 + keep] = '\0';
+  ks_fail(ctx, "%s", whole);
+  free(whole);
 }
 
 bool ks_color_wanted(FILE *stream) {

@@ -36,11 +36,11 @@ int ks_read_file(ks_ctx *ctx, const char *path, size_t max_bytes, ks_buf *out) {
   ks_buf_reset(out);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return ks_fail(ctx, "%s: %s", path, strerror(errno));
+    return ks_fail(ctx, "%s: cannot read: %s", path, strerror(errno));
   struct stat st;
   int rc = 0;
   if (fstat(fd, &st) < 0) {
-    rc = ks_fail(ctx, "%s: %s", path, strerror(errno));
+    rc = ks_fail(ctx, "%s: cannot read: %s", path, strerror(errno));
     goto out;
   }
   if (!S_ISREG(st.st_mode)) {
@@ -58,7 +58,7 @@ int ks_read_file(ks_ctx *ctx, const char *path, size_t max_bytes, ks_buf *out) {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      rc = ks_fail(ctx, "%s: %s", path, strerror(errno));
+      rc = ks_fail(ctx, "%s: cannot read: %s", path, strerror(errno));
       goto out;
     }
     if (n == 0)

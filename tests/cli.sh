@@ -53,5 +53,21 @@ for l in d['launches']:
 "
 check "broken file reported"        grep -q "broken.cu:6:25: expected ';'" "$tmp/err"
 
+# A source that cannot be read is named with the reason, not reported as a
+# parse failure or "no kernels". Root reads through chmod 000, so there the
+# fault site stands in for the permission (CI may run as root).
+mkdir -p "$tmp/unread"
+printf '__global__ void k(float *x) { x[0] = 1; }\n' >"$tmp/unread/u.cu"
+check "unreadable (fault): exit 1"  [ "$(KERNELSMITH_FAULTS=read:1 status "$bin" scan --no-compdb "$tmp/unread")" = 1 ]
+check "unreadable (fault): named"   grep -q "error: .*/unread/u.cu: cannot read: Permission denied" "$tmp/err"
+if [ "$(id -u)" = 0 ]; then
+  echo "cli: running as root, where chmod 000 does not stop a read: the unreadable source was checked through KERNELSMITH_FAULTS=read:1 only"
+else
+  chmod 000 "$tmp/unread/u.cu"
+  check "unreadable: exit 1"        [ "$(status "$bin" scan --no-compdb "$tmp/unread")" = 1 ]
+  check "unreadable: named"         grep -q "error: .*/unread/u.cu: cannot read: Permission denied" "$tmp/err"
+  chmod 644 "$tmp/unread/u.cu"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -50,5 +50,23 @@ printf '// kernelsmith: size timed: n = 10\n//   inout x[n / 0]\n__global__ void
 check "unresolvable size exits 1"  [ "$(status "$bin" spec --no-compdb k "$tmp/t")" = 1 ]
 check "and names the size"         grep -q "t.cu:2: size 'timed': buffer 'x': length 'n / 0': division by zero at column 3" "$tmp/err"
 
+# Sources as the compiler reads them: a byte-order mark before a line-1
+# annotation; a NUL byte in an annotation is refused with the file and line.
+printf '\xef\xbb\xbf// kernelsmith: size timed: n = 10\n//   inout x[n]\n//   launch grid = 1, block = 1\n__global__ void k(float *x, int n) { x[0] = n; }\n' >"$tmp/t/t.cu"
+check "BOM: the spec is found"     [ "$(status "$bin" spec --no-compdb k "$tmp/t")" = 0 ]
+check "BOM: and resolved"          grep -q "^  inout x\[n\]" "$tmp/out"
+printf '// kernelsmith: size timed: n = 10\r//   inout x[n]\r//   launch grid = 1, block = 1\r__global__ void k(float *x, int n) { x[0] = n; }\r' >"$tmp/t/t.cu"
+check "CR endings: found"          [ "$(status "$bin" spec --no-compdb k "$tmp/t")" = 0 ]
+printf '// kernelsmith: size timed: n = 10\n//   inout x[n]\0\n__global__ void k(float *x, int n) { x[0] = n; }\n' >"$tmp/t/t.cu"
+check "NUL: exit 1"                [ "$(status "$bin" spec --no-compdb k "$tmp/t")" = 1 ]
+check "NUL: file and line"         grep -q "t.cu:2: a NUL byte (at byte 50) in the spec" "$tmp/err"
+# Values a float cannot hold, and an instance for a kernel that is no template.
+printf '// kernelsmith: size timed: n = 10\n//   inout x[n] uniform(-1e300, 1e300)\n//   launch grid = 1, block = 1\n__global__ void k(float *x, int n) { x[0] = n; }\n' >"$tmp/t/t.cu"
+check "f32 range: exit 1"          [ "$(status "$bin" spec --no-compdb k "$tmp/t")" = 1 ]
+check "f32 range: file:line"       grep -q "t.cu:2: size 'timed': buffer 'x': values from .* do not fit f32" "$tmp/err"
+printf '// kernelsmith: size timed: n = 10\n//   inout x[n]\n//   instance float\n__global__ void k(float *x, int n) { x[0] = n; }\n' >"$tmp/t/t.cu"
+check "instance: exit 1"           [ "$(status "$bin" spec --no-compdb k "$tmp/t")" = 1 ]
+check "instance: file:line"        grep -q "t.cu:1: instance: k is not a template" "$tmp/err"
+
 echo "spec_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -427,6 +427,110 @@ static void names_match_as_documented(void **state) {
   assert_false(ksrt_cap_name_matches(",,", "saxpy", NULL));
 }
 
+/* A capture of one launch whose metadata is `json`, then `tail` (bytes the
+ * format forbids after the object, or ""). */
+static void write_one_launch(const char *path, const char *json, const char *tail) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  size_t n = strlen(json) + strlen(tail);
+  char *payload = malloc(n + 1);
+  assert_non_null(payload);
+  snprintf(payload, n + 1, "%s%s", json, tail);
+  assert_int_equal(ksrt_cap_write_magic(fd), 0);
+  assert_int_equal(ksrt_cap_write_record(fd, KSRT_CAP_LAUNCH, NULL, 0, payload, n), 0);
+  free(payload);
+  close(fd);
+}
+
+/* Metadata that parses as JSON but says what docs/capture-format.md does
+ * not allow: each refused in one line naming the file, the record and the
+ * field. */
+#define P0 "{\"index\":0,\"offset\":0,\"size\":4,\"kind\":\"scalar\",\"value\":\"01000000\"}"
+#define P1 "{\"index\":1,\"offset\":8,\"size\":8,\"kind\":\"scalar\",\"value\":\"0000000000000000\"}"
+static void metadata_the_format_forbids(void **state) {
+  static const struct {
+    const char *launch, *grid, *block, *smem, *params, *tail, *want;
+  } cases[] = {
+      {"0", "[1,1,1]", "[32,1,1]", "0", NULL, "", NULL}, /* the valid base */
+      {"0", "[65535,65535,65535]", "[1024,1,1]", "49152", NULL, "", NULL},
+      {"0", "[0,1,1]", "[32,1,1]", "0", NULL, "",
+       "launch metadata: 'grid' [0,1,1]: x must be from 1 to 2147483647"},
+      {"0", "[1,65536,1]", "[32,1,1]", "0", NULL, "",
+       "launch metadata: 'grid' [1,65536,1]: y must be from 1 to 65535"},
+      {"0", "[1,1,1]", "[2048,1,1]", "0", NULL, "",
+       "launch metadata: 'block' [2048,1,1]: x must be from 1 to 1024"},
+      {"0", "[1,1,1]", "[32,32,2]", "0", NULL, "",
+       "launch metadata: 'block' [32,32,2]: 2048 threads, more than a block can have (1024)"},
+      {"0", "[1,1,1]", "[32,1,0]", "0", NULL, "",
+       "launch metadata: 'block' [32,1,0]: z must be from 1 to 64"},
+      {"0", "[1.5,1,1]", "[32,1,1]", "0", NULL, "",
+       "launch metadata: 'grid' is not [x,y,z] of whole numbers"},
+      {"0.5", "[1,1,1]", "[32,1,1]", "0", NULL, "",
+       "launch metadata: 'launch' is missing or not a non-negative integer"},
+      {"0", "[1,1,1]", "[32,1,1]", "4294967296", NULL, "",
+       "launch metadata: 'smem' 4294967296 does not fit 32 bits"},
+      {"0", "[1,1,1]", "[32,1,1]", "0", P0 "," P0, "",
+       "launch metadata: parameter 1: 'index' is 0 (parameters are listed in order, from 0, "
+       "each once)"},
+      {"0", "[1,1,1]", "[32,1,1]", "0",
+       P0 ",{\"index\":1099511627776,\"offset\":8,\"size\":4,\"kind\":\"scalar\","
+       "\"value\":\"01000000\"}",
+       "", "launch metadata: parameter 1: 'index' is 1099511627776"},
+      {"0", "[1,1,1]", "[32,1,1]", "0",
+       P0 ",{\"index\":1,\"offset\":2,\"size\":4,\"kind\":\"scalar\",\"value\":\"01000000\"}", "",
+       "launch metadata: parameter 1: 'offset' 2 overlaps parameter 0 (bytes 0 to 4)"},
+      {"0", "[1,1,1]", "[32,1,1]", "0", NULL, "\n",
+       "launch metadata: 1 byte after the JSON object"},
+      {"0", "[1,1,1]", "[32,1,1]", "0", NULL, " {}",
+       "launch metadata: 3 bytes after the JSON object"},
+  };
+  const char *path = tmp("meta.kscap");
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const char *params = cases[i].params ? cases[i].params : P0 "," P1;
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"kernel\":\"k\",\"launch\":%s,\"grid\":%s,\"block\":%s,\"smem\":%s,"
+             "\"stream\":\"0x0\",\"device\":0,\"api\":\"cuLaunchKernel\",\"over_limit\":false,"
+             "\"bytes_needed\":0,\"bytes\":0,\"params\":[%s],\"blobs\":[]}",
+             cases[i].launch, cases[i].grid, cases[i].block, cases[i].smem, params);
+    write_one_launch(path, json, cases[i].tail);
+    ks_ctx ctx = {0};
+    ks_capture c;
+    int rc = ks_capture_open(&ctx, path, &c);
+    if (!cases[i].want) {
+      if (rc)
+        fail_msg("case %zu refused: %s", i, ctx.error);
+      assert_int_equal(c.launches.len, 1);
+      assert_int_equal(c.launches.items[0].params.len, 2);
+      ks_capture_close(&c);
+      continue;
+    }
+    char want[512];
+    snprintf(want, sizeof want, "%s: record 1 at byte 8: %s", path, cases[i].want);
+    if (rc != -1 || !strstr(ctx.error, want))
+      fail_msg("case %zu:\n got  %s\n want %s", i, rc ? ctx.error : "(accepted)", want);
+    assert_null(strchr(ctx.error, '\n'));
+  }
+
+  /* The record header's reserved field, which no CRC covers. */
+  const char *sample = tmp("sample.kscap");
+  write_sample(sample);
+  size_t n;
+  unsigned char *p = slurp(sample, &n);
+  p[KS_CAPTURE_MAGIC_LEN + 4] = 1;
+  spit(path, p, n);
+  free(p);
+  ks_ctx ctx = {0};
+  ks_capture c;
+  assert_int_equal(ks_capture_open(&ctx, path, &c), -1);
+  char want[512];
+  snprintf(want, sizeof want, "%s: record 1 at byte 8: the header's reserved field is 1, not 0",
+           path);
+  assert_string_equal(ctx.error, want);
+}
+#undef P0
+#undef P1
+
 #ifdef KS_INJECT_APP
 /* The library over test_inject_app's stand-in CUPTI and driver: axpy
  * launched three times (two captured), x and y in one allocation; a
@@ -587,6 +691,7 @@ int main(void) {
       cmocka_unit_test(length_past_the_end),
       cmocka_unit_test(fuzz_findings_refused),
       cmocka_unit_test(names_match_as_documented),
+      cmocka_unit_test(metadata_the_format_forbids),
 #ifdef KS_INJECT_APP
       cmocka_unit_test(library_captures_fake_launches),
       cmocka_unit_test(library_captures_a_window),

@@ -89,9 +89,21 @@ static unsigned char *le(cap *c, unsigned long long v, size_t n) {
   return b;
 }
 
+/* Where the next parameter of `n` bytes goes in the parameter buffer:
+ * after the last one, aligned as the compiler lays them out (the format
+ * refuses parameters that overlap). */
+static unsigned long long next_offset(const ks_capture_launch *l, size_t n) {
+  if (!l->params.len)
+    return 0;
+  const ks_capture_param *last = &l->params.items[l->params.len - 1];
+  unsigned long long end = last->offset + last->size, align = n >= 8 ? 8 : n >= 4 ? 4 : n;
+  return (end + align - 1) / align * align;
+}
+
 static void ptr(cap *c, ks_capture_launch *l, unsigned long long base, unsigned long long size,
                 unsigned long long off, unsigned long long before, unsigned long long after) {
-  ks_capture_param p = {.index = (unsigned)l->params.len, .size = 8, .kind = KS_CAPTURE_POINTER,
+  ks_capture_param p = {.index = (unsigned)l->params.len, .offset = next_offset(l, 8), .size = 8,
+                        .kind = KS_CAPTURE_POINTER,
                         .value = le(c, base + off, 8), .memory = "device", .base = base,
                         .alloc_size = size, .ptr_offset = off, .before = before, .after = after};
   *ks_array_push(&c->arena, &l->params) = p;
@@ -100,8 +112,8 @@ static void ptr(cap *c, ks_capture_launch *l, unsigned long long base, unsigned 
 static void scalar(cap *c, ks_capture_launch *l, const void *v, size_t n) {
   unsigned char *b = ks_arena_alloc(&c->arena, n);
   memcpy(b, v, n);
-  ks_capture_param p = {.index = (unsigned)l->params.len, .size = n, .kind = KS_CAPTURE_SCALAR,
-                        .value = b};
+  ks_capture_param p = {.index = (unsigned)l->params.len, .offset = next_offset(l, n), .size = n,
+                        .kind = KS_CAPTURE_SCALAR, .value = b};
   *ks_array_push(&c->arena, &l->params) = p;
 }
 

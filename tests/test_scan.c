@@ -11,7 +11,10 @@
 #include "ks_test.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ks_scan.h"
 
@@ -276,6 +279,61 @@ static void missing_path_is_an_error(void **state) {
   ks_ctx_release(&c);
 }
 
+/* A source the scan cannot read is an error that says so, not a parse
+ * failure or "no kernels". Permissions do not apply to root, so chmod 000
+ * is tried only as another user; the fault site `read` runs the same path
+ * everywhere (CI may run as root). */
+static void unreadable_source_is_named(void **state) {
+  char dir[] = "/tmp/ks-unreadable-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char file[sizeof dir + 16], other[sizeof dir + 16];
+  snprintf(file, sizeof file, "%s/b.cu", dir);
+  snprintf(other, sizeof other, "%s/a.cu", dir);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fputs("__global__ void k(float *x) { x[0] = 1; }\n", f);
+  fclose(f);
+  f = fopen(other, "w");
+  assert_non_null(f);
+  fputs("__global__ void j(float *x) { x[0] = 2; }\n", f);
+  fclose(f);
+  char *real = realpath(dir, NULL);
+  assert_non_null(real);
+  char want[PATH_MAX + 64];
+  const char *const paths[] = {dir};
+  ks_scan_options opts = {.paths = paths, .npaths = 1, .no_compdb = true, .jobs = 1};
+  ks_ctx c;
+  ks_scan s;
+
+  /* The second source in walk order (b.cu), by fault injection. */
+  ks_ctx_init(&c, "test_scan");
+  c.verbosity = KS_LOG_ERROR;
+  assert_int_equal(ks_ctx_set_faults(&c, "read:2"), 0);
+  assert_int_equal(ks_scan_run(&c, &opts, &s), -1);
+  snprintf(want, sizeof want, "%s/b.cu: cannot read: Permission denied", real);
+  assert_string_equal(c.error, want);
+  ks_scan_release(&s);
+  ks_ctx_release(&c);
+
+  if (geteuid() == 0) {
+    fprintf(stderr, "unreadable_source_is_named: running as root, where chmod 000 does not "
+                    "stop a read: only the fault-injected read was checked\n");
+  } else {
+    assert_int_equal(chmod(file, 0), 0);
+    ks_ctx_init(&c, "test_scan");
+    c.verbosity = KS_LOG_ERROR;
+    assert_int_equal(ks_scan_run(&c, &opts, &s), -1);
+    assert_string_equal(c.error, want);
+    ks_scan_release(&s);
+    ks_ctx_release(&c);
+    chmod(file, 0644);
+  }
+  free(real);
+  unlink(file);
+  unlink(other);
+  rmdir(dir);
+}
+
 static void device_side_launch_with_rdc_flags(void **state) {
   /* Flags come from the directory's compile_commands.json (-rdc=true). */
   ks_ctx c;
@@ -312,6 +370,7 @@ int main(void) {
       cmocka_unit_test(heavy_system_headers),
       cmocka_unit_test(parse_failure_is_contained),
       cmocka_unit_test(missing_path_is_an_error),
+      cmocka_unit_test(unreadable_source_is_named),
       cmocka_unit_test(device_side_launch_with_rdc_flags),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ks_buf.h"
 #include "ks_specs.h"
 
 static ks_ctx ctx;
@@ -463,6 +464,167 @@ static void resolve_errors_name_the_size(void **state) {
   assert_true(w.buffers.items[1].a == 30);
 }
 
+/* Floating types narrower than a double refuse values past their largest
+ * finite one: the worker converts through float, which C leaves undefined
+ * past FLT_MAX, and an infinity is no test input. */
+static void narrow_floats_refuse_what_they_cannot_hold(void **state) {
+  const ks_kernel *saxpy = kernel_in(&apps, "saxpy_kernel");
+  const ks_kernel *bf16 = kernel_in(&fixtures, "row_sum_bf16");
+  static const char sx[] = "size timed: n = 100\nscalar a = 2\ninout y[n]\n"
+                           "launch grid = 1, block = 1\nin x[n] ";
+  static const char bf[] = "size timed: rows = 4, cols = 8\nout out[rows]\n"
+                           "launch grid = rows, block = 32\nin in[rows * cols] ";
+  static const struct {
+    bool is_bf16;
+    const char *dist, *msg; /* msg NULL: accepted */
+  } cases[] = {
+      {false, "uniform(-1e300, 1e300)",
+       "saxpy.cu:16: size 'timed': buffer 'x': values from -1.0000000000000001e+300 to "
+       "1.0000000000000001e+300 do not fit f32 (largest 3.4028234663852886e+38)"},
+      {false, "const(1e39)",
+       "saxpy.cu:16: size 'timed': buffer 'x': values from 9.9999999999999994e+38 to "
+       "9.9999999999999994e+38 do not fit f32 (largest 3.4028234663852886e+38)"},
+      {false, "iota(3.4028234663852886e38 - 1e31)", NULL}, /* + 99 stays below FLT_MAX */
+      {false, "const(-3.4028234663852886e38)", NULL},
+      {false, "normal(0, 1e38)",
+       "saxpy.cu:16: size 'timed': buffer 'x': normal(0, 9.9999999999999998e+37) reaches "
+       "8.5800000000000001e+38 "
+       "(8.58 standard deviations from its mean), which does not fit f32 (largest "
+       "3.4028234663852886e+38)"},
+      {false, "normal(1, 1e37)", NULL},
+      {true, "const(3.39e38)",
+       "saxpy.cu:15: size 'timed': buffer 'in': values from 3.3899999999999999e+38 to "
+       "3.3899999999999999e+38 do not fit bf16 (largest 3.3895313892515355e+38)"},
+      {true, "uniform(-3.38e38, 3.38e38)", NULL},
+      {true, "normal(0, 4e37)",
+       "saxpy.cu:15: size 'timed': buffer 'in': normal(0, 3.9999999999999998e+37) reaches "
+       "3.4319999999999996e+38 (8.58 standard deviations from its mean), which does not fit "
+       "bf16 (largest 3.3895313892515355e+38)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "%s%s", cases[i].is_bf16 ? bf : sx, cases[i].dist);
+    const ks_kernel *k = cases[i].is_bf16 ? bf16 : saxpy;
+    ks_spec spec;
+    ks_workload w;
+    if (parse(text, &spec) || ks_spec_check(&ctx, &spec, k))
+      fail_msg("case %zu: %s", i, ctx.error);
+    int rc = ks_spec_resolve(&ctx, &spec, k, NULL, 0, &arena, &w);
+    if (!cases[i].msg) {
+      if (rc)
+        fail_msg("case %zu refused: %s", i, ctx.error);
+      continue;
+    }
+    if (!rc)
+      fail_msg("case %zu (%s) accepted", i, cases[i].dist);
+    if (strcmp(ctx.error, cases[i].msg))
+      fail_msg("case %zu:\n got  %s\n want %s", i, ctx.error, cases[i].msg);
+  }
+  /* A scalar parameter likewise. */
+  ks_spec spec;
+  ks_workload w;
+  assert_int_equal(parse("size timed: n = 1\nscalar a = 1e39\nin x[n]\ninout y[n]", &spec), 0);
+  assert_int_equal(ks_spec_resolve(&ctx, &spec, saxpy, first_site(&apps, saxpy), 0, &arena, &w),
+                   -1);
+  assert_string_equal(ctx.error, "saxpy.cu:13: size 'timed': scalar 'a' = 9.9999999999999994e+38 "
+                                 "does not fit f32 (largest 3.4028234663852886e+38)");
+}
+
+/* `instance` on a kernel that is not a template would be ignored. */
+static void instance_needs_a_template(void **state) {
+  const ks_kernel *k = kernel_in(&apps, "saxpy_kernel");
+  ks_spec spec;
+  assert_int_equal(parse("size timed: n = 1, a = 2\nin x[n]\ninout y[n]\ninstance float", &spec),
+                   0);
+  assert_int_equal(ks_spec_check(&ctx, &spec, k), -1);
+  assert_string_equal(ctx.error, "saxpy.cu:12: instance: saxpy_kernel is not a template, so "
+                                 "'instance float' has nothing to instantiate; remove the line");
+}
+
+/* 20,000 size sets parse, check and resolve, each to its own numbers, the
+ * timed one last. Parsing compared every name with every other, and every
+ * resolve checked every set: the spec took minutes. */
+static void twenty_thousand_size_sets(void **state) {
+  enum { N = 20000 };
+  const ks_kernel *k = kernel_in(&apps, "saxpy_kernel");
+  ks_buf text = KS_BUF_INIT;
+  for (int i = 0; i < N; i++)
+    ks_buf_addf(&text, "size s%d: n = %d\n", i, 3 * i + 1);
+  ks_buf_adds(&text, "size timed: n = 1 << 20\nscalar a = 2\nin x[n]\ninout y[n]\n"
+                     "launch grid = ceil_div(n, 256), block = 256\n");
+  ks_spec spec;
+  assert_int_equal(parse(text.data, &spec), 0);
+  assert_int_equal(spec.sizes.len, N + 1);
+  assert_int_equal(ks_spec_check(&ctx, &spec, k), 0);
+  for (size_t s = 0; s <= N; s++) {
+    ks_arena a = KS_ARENA_INIT;
+    ks_workload w;
+    if (ks_spec_resolve(&ctx, &spec, k, NULL, s, &a, &w))
+      fail_msg("size %zu: %s", s, ctx.error);
+    unsigned long long n = s < N ? 3 * s + 1 : 1ULL << 20;
+    assert_int_equal(w.timed, s == N);
+    assert_int_equal(w.buffers.items[0].count, n);
+    assert_int_equal(w.args.items[0].value.i, (long long)n);
+    assert_int_equal(w.launch.grid[0], (n + 255) / 256);
+    ks_arena_release(&a);
+  }
+  /* A name given twice among them is still found, with its first line. */
+  ks_buf_adds(&text, "size s12345: n = 1\n");
+  assert_int_equal(parse(text.data, &spec), -1);
+  assert_string_equal(ctx.error, "saxpy.cu:20017: size 's12345': given twice (first on line "
+                                 "12357)");
+  ks_buf_release(&text);
+}
+
+/* A 10 KB expression is quoted by its first 200 bytes: the reason at the
+ * end of the message survives (it was cut off at 2 KB). */
+static void long_expressions_keep_the_reason(void **state) {
+  const ks_kernel *k = kernel_in(&apps, "saxpy_kernel");
+  ks_buf e = KS_BUF_INIT;
+  for (int i = 0; i < 2500; i++)
+    ks_buf_adds(&e, "n + ");
+  ks_buf_adds(&e, "m");
+  char excerpt[256];
+  snprintf(excerpt, sizeof excerpt, "%.200s...", e.data);
+  ks_buf text = KS_BUF_INIT, want = KS_BUF_INIT;
+  ks_buf_addf(&text, "size timed: n = 100\nscalar a = 2\nin x[%s]\ninout y[n]\n"
+                     "launch grid = 1, block = 1",
+              e.data);
+  ks_spec spec;
+  ks_workload w;
+  assert_int_equal(parse(text.data, &spec), 0);
+  assert_int_equal(ks_spec_resolve(&ctx, &spec, k, NULL, 0, &arena, &w), -1);
+  ks_buf_addf(&want, "saxpy.cu:14: size 'timed': buffer 'x': length '%s': unknown name 'm' at "
+                     "column 10001",
+              excerpt);
+  assert_string_equal(ctx.error, want.data);
+  /* A syntax error at its end, when the spec is parsed. */
+  ks_buf_reset(&text);
+  ks_buf_addf(&text, "size timed: n = 100\nscalar a = 2\nin x[%s +]\ninout y[n]", e.data);
+  assert_int_equal(parse(text.data, &spec), -1);
+  ks_buf_reset(&want);
+  ks_buf_addf(&want, "saxpy.cu:14: buffer 'x': length '%s': expected a value at the end "
+                     "of the expression",
+              excerpt);
+  assert_string_equal(ctx.error, want.data);
+  /* A variant's policy and guard likewise. */
+  ks_variant v = {.kernel_name = "saxpy_v", .file = "v.cu", .grid = e.data};
+  assert_int_equal(parse("size timed: n = 100\nscalar a = 2\nin x[n]\ninout y[n]\n"
+                         "launch grid = 1, block = 1",
+                         &spec),
+                   0);
+  assert_int_equal(ks_spec_resolve(&ctx, &spec, k, NULL, 0, &arena, &w), 0);
+  ks_launch_cfg cfg;
+  bool holds;
+  assert_int_equal(ks_variant_resolve(&ctx, &v, k, &w, &cfg, &holds), -1);
+  ks_buf_reset(&want);
+  ks_buf_addf(&want, "v.cu: saxpy_v: grid '%s': unknown name 'm' at column 10001", excerpt);
+  assert_string_equal(ctx.error, want.data);
+  ks_buf_release(&e);
+  ks_buf_release(&text);
+  ks_buf_release(&want);
+}
+
 static void variant_guards(void **state) {
   const ks_kernel *k = kernel_in(&apps, "saxpy_kernel");
   ks_spec spec;
@@ -540,6 +702,10 @@ int main(void) {
       cmocka_unit_test(buffers_and_distributions),
       cmocka_unit_test(check_names_the_problem),
       cmocka_unit_test(resolve_errors_name_the_size),
+      cmocka_unit_test(narrow_floats_refuse_what_they_cannot_hold),
+      cmocka_unit_test(instance_needs_a_template),
+      cmocka_unit_test(twenty_thousand_size_sets),
+      cmocka_unit_test(long_expressions_keep_the_reason),
       cmocka_unit_test(variant_guards),
       cmocka_unit_test(names_designate_kernels),
   };

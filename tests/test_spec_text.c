@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ks_buf.h"
 #include "ks_specs.h"
 
 static ks_ctx ctx;
@@ -337,6 +338,120 @@ static void annotations_and_sidecars(void **state) {
   remove_file("src/kernelsmith.kspec");
 }
 
+static void write_bytes(const char *name, const char *bytes, size_t n) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", scratch, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(bytes, 1, n, f), n);
+  fclose(f);
+}
+
+/* Sources as the compiler reads them: a byte-order mark before a line-1
+ * annotation, lone CRs for line endings (line numbers are the compiler's);
+ * a NUL byte inside an annotation or a sidecar is refused with the file and
+ * the line, where it used to cut the text and leave "no spec". */
+static void byte_order_marks_cr_endings_and_nuls(void **state) {
+  static const char bom[] = "\xEF\xBB\xBF// kernelsmith: size timed: n = 4\n"
+                            "//   inout x[n]\n"
+                            "//   launch grid = 1, block = 1\n"
+                            "__global__ void bom_k(float *x, int n) { x[0] = n; }\n";
+  static const char cr[] = "// lone CRs end these lines\r"                         /* 1 */
+                           "/* kernelsmith: size timed: n = 6\r"                  /* 2 */
+                           " *   inout x[n]\r"                                    /* 3 */
+                           " *   launch grid = 1, block = 1 */\r"                 /* 4 */
+                           "__global__ void cr_k(float *x, int n) { x[0] = n; }\r" /* 5 */
+                           "\r"                                                   /* 6 */
+                           "// kernelsmith: size timed: n = 6\r"                  /* 7 */
+                           "//   inout x[n] gauss\r"                              /* 8 */
+                           "__global__ void cr_bad(float *x, int n) { x[0] = n; }\r";
+  static const char nul[] = "__global__ void other(float *x, int n) { x[0] = n; }\n" /* 1 */
+                            "// kernelsmith: size timed: n = 4\n"                    /* 2 */
+                            "//   inout x[n]\0 uniform(0, 1)\n"                      /* 3 */
+                            "__global__ void nul_k(float *x, int n) { x[0] = n; }\n";
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/enc", scratch);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  write_bytes("enc/bom.cu", bom, sizeof bom - 1);
+  write_bytes("enc/cr.cu", cr, sizeof cr - 1);
+  write_bytes("enc/nul.cu", nul, sizeof nul - 1);
+  ks_scan enc;
+  const char *const paths[] = {dir};
+  ks_scan_options opts = {.paths = paths, .npaths = 1, .no_compdb = true};
+  assert_int_equal(ks_scan_run(&ctx, &opts, &enc), 0);
+  const ks_kernel *bom_k = NULL, *cr_k = NULL, *cr_bad = NULL, *nul_k = NULL, *other = NULL;
+  for (size_t i = 0; i < enc.kernels.len; i++) {
+    const ks_kernel *k = &enc.kernels.items[i];
+    if (!strcmp(k->name, "bom_k"))
+      bom_k = k;
+    else if (!strcmp(k->name, "cr_k"))
+      cr_k = k;
+    else if (!strcmp(k->name, "cr_bad"))
+      cr_bad = k;
+    else if (!strcmp(k->name, "nul_k"))
+      nul_k = k;
+    else if (!strcmp(k->name, "other"))
+      other = k;
+  }
+  assert_true(bom_k && cr_k && cr_bad && nul_k && other);
+  ks_spec spec;
+  assert_int_equal(ks_spec_find(&ctx, &enc, bom_k, &arena, &spec), 0);
+  assert_int_equal(spec.line, 1);
+  assert_int_equal(spec.sizes.len, 1);
+  assert_int_equal(spec.buffers.len, 1);
+  assert_int_equal(ks_spec_check(&ctx, &spec, bom_k), 0);
+  assert_int_equal(ks_spec_find(&ctx, &enc, cr_k, &arena, &spec), 0);
+  assert_string_equal(spec.file, "cr.cu");
+  assert_int_equal(spec.line, 2);
+  assert_int_equal(spec.buffers.len, 1);
+  assert_int_equal(spec.buffers.items[0].line, 3);
+  assert_string_equal(spec.grid, "1");
+  assert_int_equal(cr_k->loc.line, 5); /* the compiler counts lone CRs too */
+  assert_int_equal(ks_spec_find(&ctx, &enc, cr_bad, &arena, &spec), -1);
+  assert_string_equal(ctx.error, "cr.cu:8: buffer 'x': unknown distribution 'gauss' (expected "
+                                 "uniform, normal, int, iota, permutation, const or sorted_int)");
+  assert_int_equal(ks_spec_find(&ctx, &enc, nul_k, &arena, &spec), -1);
+  assert_string_equal(ctx.error,
+                      "nul.cu:3: a NUL byte (at byte 102) in the spec: remove it, a spec is text");
+  assert_int_equal(ks_spec_find(&ctx, &enc, other, &arena, &spec), 1); /* no NUL of its own */
+  /* In a sidecar, anywhere. */
+  static const char side[] = "kernel other\n  size timed: n = 4\n  inout x[n]\0\n";
+  write_bytes("enc/kernelsmith.kspec", side, sizeof side - 1);
+  assert_int_equal(ks_spec_find(&ctx, &enc, other, &arena, &spec), -1);
+  assert_string_equal(ctx.error, "kernelsmith.kspec:3: a NUL byte (at byte 45) in the spec: "
+                                 "remove it, a spec is text");
+  ks_scan_release(&enc);
+  remove_file("enc/kernelsmith.kspec");
+  remove_file("enc/bom.cu");
+  remove_file("enc/cr.cu");
+  remove_file("enc/nul.cu");
+  rmdir(dir);
+}
+
+/* Long user text is quoted by an excerpt, and a long path by its end. */
+static void long_text_keeps_the_reason(void **state) {
+  ks_buf name = KS_BUF_INIT, text = KS_BUF_INIT;
+  for (int i = 0; i < 1000; i++)
+    ks_buf_adds(&name, "abcdefghij");
+  ks_buf_addf(&text, "size timed: n = 1\nfrob%s = 1", name.data);
+  ks_spec spec;
+  assert_int_equal(parse(text.data, &spec), -1);
+  assert_true(strlen(ctx.error) < sizeof ctx.error - 1);
+  assert_non_null(strstr(ctx.error, "saxpy.cu:13: unknown field 'frobabcdefghij"));
+  assert_non_null(strstr(ctx.error, "abcdef...' (expected size, scalar, in, out, inout, "
+                                    "launch, tolerance, reference, seeds, instance or flops)"));
+  ks_buf_reset(&text);
+  ks_buf_addf(&text, "%s/t.cu", name.data); /* a 10 KB path */
+  assert_int_equal(ks_spec_parse(&ctx, text.data, 7, "size timed: n = 1\ninout y[n] gauss",
+                                 &arena, &spec),
+                   -1);
+  assert_true(strlen(ctx.error) < 400);
+  assert_int_equal(strncmp(ctx.error, "...", 3), 0);
+  assert_non_null(strstr(ctx.error, "ghij/t.cu:8: buffer 'y': unknown distribution 'gauss'"));
+  ks_buf_release(&name);
+  ks_buf_release(&text);
+}
+
 static void fuzzed_specs_never_crash(void **state) {
   static const char *const pieces[] = {"size",
                                        "timed",
@@ -454,6 +569,8 @@ int main(void) {
       cmocka_unit_test(malformed_lines_name_file_line_and_field),
       cmocka_unit_test(comment_forms_parse_alike),
       cmocka_unit_test(annotations_and_sidecars),
+      cmocka_unit_test(byte_order_marks_cr_endings_and_nuls),
+      cmocka_unit_test(long_text_keeps_the_reason),
       cmocka_unit_test(fuzzed_specs_never_crash),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

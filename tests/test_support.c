@@ -143,6 +143,41 @@ static void fail_prefix_keeps_message(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* A message longer than the error buffer keeps its start and its end (the
+ * reason), the middle cut; before, the end was lost. */
+static void long_failures_keep_their_end(void **state) {
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  char *quoted = malloc(10001);
+  assert_non_null(quoted);
+  memset(quoted, 'x', 10000);
+  quoted[10000] = '\0';
+  assert_int_equal(ks_fail(&ctx, "t.cu:3: length '%s': unknown name 'm' at column 9", quoted), -1);
+  size_t n = strlen(ctx.error);
+  assert_true(n < sizeof ctx.error && n > sizeof ctx.error - 16);
+  assert_int_equal(strncmp(ctx.error, "t.cu:3: length 'xxx", 19), 0);
+  assert_non_null(strstr(ctx.error, "xxx ... xxx"));
+  static const char reason[] = "xxx': unknown name 'm' at column 9";
+  assert_string_equal(ctx.error + n - (sizeof reason - 1), reason);
+  /* A prefix on a full message keeps the end too. */
+  ks_fail_prefix(&ctx, "spec.txt");
+  n = strlen(ctx.error);
+  assert_int_equal(strncmp(ctx.error, "spec.txt: t.cu:3:", 17), 0);
+  assert_string_equal(ctx.error + n - (sizeof reason - 1), reason);
+  /* No character is cut in two. */
+  for (size_t i = 0; i < 10000; i += 2)
+    memcpy(quoted + i, "\xC3\xA9", 2); /* é */
+  ks_fail(&ctx, "%s!", quoted);
+  n = strlen(ctx.error);
+  assert_int_equal(ctx.error[n - 1], '!');
+  const char *cut = strstr(ctx.error, " ... ");
+  assert_non_null(cut);
+  assert_int_equal((cut - ctx.error) % 2, 0);
+  assert_int_equal((unsigned char)cut[5], 0xC3);
+  free(quoted);
+  ks_ctx_release(&ctx);
+}
+
 typedef struct seen {
   char paths[16][256];
   int n;
@@ -228,6 +263,7 @@ int main(void) {
       cmocka_unit_test(ctext_substitutes_identifiers),
       cmocka_unit_test(faults_fire_on_the_nth_call),
       cmocka_unit_test(fail_prefix_keeps_message),
+      cmocka_unit_test(long_failures_keep_their_end),
       cmocka_unit_test(walk_is_sorted_and_skips_hidden),
       cmocka_unit_test(read_file_caps_size),
       cmocka_unit_test(sha256_known_value),

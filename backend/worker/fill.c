@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -163,12 +164,23 @@ static long long to_ll(double v) {
   return llround(v);
 }
 
+/* A double as a float without C's undefined behaviour past FLT_MAX: what
+ * IEEE 754 overflow gives, an infinity of the value's sign. The spec check
+ * refuses every distribution and scalar that could get here with such a
+ * value (frontend/spec_resolve.c), so no value a spec let through is
+ * changed: this only keeps a corrupt or hand-made request defined. */
+static float to_float(double v) {
+  if (isnan(v) || fabs(v) <= FLT_MAX)
+    return (float)v;
+  return v > 0 ? INFINITY : -INFINITY;
+}
+
 static void store_double(ks_dtype t, void *data, size_t i, double v) {
   unsigned char *p = (unsigned char *)data + i * ks_wire_dtype_size(t);
   switch (t) {
-  case KS_DT_F16: { unsigned short h = wk_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
-  case KS_DT_BF16: { unsigned short h = wk_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
-  case KS_DT_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+  case KS_DT_F16: { unsigned short h = wk_f32_to_f16(to_float(v)); memcpy(p, &h, 2); break; }
+  case KS_DT_BF16: { unsigned short h = wk_f32_to_bf16(to_float(v)); memcpy(p, &h, 2); break; }
+  case KS_DT_F32: { float f = to_float(v); memcpy(p, &f, 4); break; }
   case KS_DT_F64: memcpy(p, &v, 8); break;
   default: store_int(t, data, i, to_ll(v)); break;
   }
