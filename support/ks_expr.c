@@ -292,14 +292,14 @@ static int as_int_arg(ks_expr_parser *ps, const char *at, const char *fn, ks_val
     *out = (long long)v.f;
     return 0;
   }
-  char msg[64];
+  char msg[192];
   snprintf(msg, sizeof msg, "%s needs integer arguments", fn);
   return ks_expr_fail_at(ps, at, msg);
 }
 
 static int call_builtin(ks_expr_parser *ps, const char *at, const char *fn, const ks_value *args,
                         size_t n, ks_value *out) {
-  char msg[96];
+  char msg[224];
   if (!strcmp(fn, "min") || !strcmp(fn, "max")) {
     bool is_max = fn[1] == 'a', all_int = true;
     for (size_t i = 0; i < n; i++)
@@ -328,7 +328,7 @@ static int call_builtin(ks_expr_parser *ps, const char *at, const char *fn, cons
     *out = ks_expr_int(args[0].i < 0 ? -args[0].i : args[0].i);
     return 0;
   }
-  long long a, b = 0;
+  long long a = 0, b = 0;
   if (as_int_arg(ps, at, fn, args[0], &a) || (n > 1 && as_int_arg(ps, at, fn, args[1], &b)))
     return -1;
   if (!strcmp(fn, "ceil_div") || !strcmp(fn, "round_up")) {
@@ -393,7 +393,7 @@ static int parse_call(ks_expr_parser *ps, const char *name, const char *at, bool
   if (ks_expr_expect(ps, ')'))
     return -1;
   if (n < fns[f].min || n > fns[f].max) {
-    char msg[96];
+    char msg[224];
     if (fns[f].min == fns[f].max)
       snprintf(msg, sizeof msg, "%s takes %u argument%s, not %u", name, fns[f].min,
                fns[f].min == 1 ? "" : "s", n);
@@ -724,7 +724,7 @@ int ks_expr_eval_dim3(ks_ctx *ctx, const char *text, const ks_expr_env *env, uns
   out[0] = out[1] = out[2] = 1;
   for (unsigned i = 0; i < n; i++) {
     ks_value v;
-    unsigned long long c;
+    unsigned long long c = 0;
     if (skip_space(parts[i], part_ends[i]) == part_ends[i] && is_dim3 && n == 1)
       break; /* dim3() is (1, 1, 1) */
     if (eval_range(ctx, text, parts[i], part_ends[i], env, false, &v))

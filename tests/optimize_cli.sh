@@ -20,9 +20,11 @@ if [ -z "${KS_HAVE_GPU:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so
   check "no GPU: every app kernel compiled" grep -q "^kernelsmith-cc: 14 kernels" "$tmp/nogpu.err"
 fi
 
-# 2. A search with the stand-in judge.
+# 2. A search with the stand-in judge. (Each run below is given the
+#    directories of its kernels only: scanning all the apps again for each
+#    would cost seconds a run and test nothing more; section 1 scans them.)
 "$bin" -q optimize --stand-in-judge --rounds 4 -k saxpy_kernel -k softmax_rows_kernel \
-  --store "$tmp/s1" --json "$data/apps" >"$tmp/s1.json" 2>"$tmp/s1.err"
+  --store "$tmp/s1" --json "$data/apps/saxpy" "$data/apps/softmax" >"$tmp/s1.json" 2>"$tmp/s1.err"
 rc=$?
 check "stand-in search: exit 0" [ $rc -eq 0 ]
 check "stand-in search: JSON says not measured, two kernels optimized" python3 - "$tmp/s1.json" <<'PY'
@@ -106,7 +108,8 @@ check "damaged store: left as it was" cmp -s "$tmp/bad/kernelsmith.db" "$tmp/bad
 # third of the 24 s; what saxpy and gemv leave of the rest is its second
 # pass, when that is at least 5 s.
 KS_STANDIN_SLOW=gelu:200 "$bin" -q optimize --stand-in-judge --rounds 40 --patience 3 --max-seconds 24 \
-  -k gelu_forward_kernel -k saxpy_kernel -k gemv_kernel --store "$tmp/s4" --json "$data/apps" \
+  -k gelu_forward_kernel -k saxpy_kernel -k gemv_kernel --store "$tmp/s4" --json \
+  "$data/apps/gelu" "$data/apps/saxpy" "$data/apps/gemv" \
   >"$tmp/s4.json" 2>/dev/null
 check "time budget: a slow kernel gets the time the fast ones left" python3 -c '
 import json, sys
@@ -127,7 +130,7 @@ assert g["seconds"] + used < 24 + 3, (g["seconds"], used)  # and the budget hold
 # A run its time budget stopped is 'stopped', and --resume gives it more
 # time (200 ms an evaluation: 2 s stop it on any machine).
 KS_STANDIN_SLOW=saxpy:200 "$bin" -q optimize --stand-in-judge --max-seconds 2 -k saxpy_kernel \
-  --store "$tmp/s3" "$data/apps" >/dev/null 2>&1
+  --store "$tmp/s3" "$data/apps/saxpy" >/dev/null 2>&1
 "$bin" status --store "$tmp/s3" --json >"$tmp/s3a.json" 2>&1
 KS_STANDIN_SLOW=saxpy:200 "$bin" -q optimize --resume --store "$tmp/s3" >/dev/null 2>&1
 "$bin" status --store "$tmp/s3" --json >"$tmp/s3b.json" 2>&1
@@ -145,13 +148,14 @@ check "resume with other options: exit 2" [ $? -eq 2 ]
 check "bad strategy: exit 2" [ $? -eq 2 ]
 "$bin" optimize --rounds 0 "$data/apps" >/dev/null 2>&1
 check "zero rounds: exit 2" [ $? -eq 2 ]
-"$bin" optimize --stand-in-judge -k no_such_kernel --store "$tmp/s0" "$data/apps" >/dev/null 2>"$tmp/nokernel.err"
+"$bin" optimize --stand-in-judge -k no_such_kernel --store "$tmp/s0" "$data/apps/saxpy" >/dev/null 2>"$tmp/nokernel.err"
 check "unknown kernel: exit 1 naming it" [ $? -eq 1 ] && grep -q "no_such_kernel" "$tmp/nokernel.err"
 
 # 4. kill -9 at random moments, then --resume until done.
 store="$tmp/s2"
 args=(--stand-in-judge --rounds 12 --strategy beam -k gemv_kernel -k histogram_kernel
-      -k transpose_naive_kernel --store "$store" "$data/apps")
+      -k transpose_naive_kernel --store "$store" "$data/apps/gemv" "$data/apps/histogram"
+      "$data/apps/transpose")
 # A kill can land before the run is stored (while kernels are sliced): then
 # the command is started again; after that, --resume takes over.
 for attempt in 1 2 3 4; do

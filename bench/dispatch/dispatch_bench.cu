@@ -37,7 +37,7 @@ static const char *const mode_key[NMODES] = {"direct_ns", "dispatch_ns", "disjoi
 template <int M> static double series(float *x, float *y, int n, int launches, bool *took) {
   static ksrt::site site("empty_kernel", mode_label[M], {ksrt::current_arch()});
   const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
-  const unsigned long long before = site.count(ksrt::VARIANT);
+  const unsigned long long before = site.count(ksrt::path_variant);
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < launches; i++) {
     bool variant = false;
@@ -59,7 +59,7 @@ template <int M> static double series(float *x, float *y, int n, int launches, b
   }
   auto t1 = std::chrono::steady_clock::now();
   cudaDeviceSynchronize();
-  *took = M == DIRECT || site.count(ksrt::VARIANT) - before == static_cast<unsigned long long>(launches);
+  *took = M == DIRECT || site.count(ksrt::path_variant) - before == static_cast<unsigned long long>(launches);
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / launches;
 }
 
