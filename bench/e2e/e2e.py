@@ -21,6 +21,7 @@ Markdown summary to the results directory.
 
 usage: bench/e2e/e2e.py [--seconds S] [--only NAME,...] [--polybench DIR]
                         [--results DIR] [--work DIR] [--sets legacy,apps,polybench]
+       bench/e2e/e2e.py --merge OUT.json PART.json...   (a run split over commands)
 Environment: KS_BIN (default build/cli/kernelsmith-cc), NVCC.
 """
 import argparse
@@ -281,6 +282,51 @@ def table(rows):
     return "\n".join(lines)
 
 
+def write_markdown(base, summary):
+    """The Markdown summary of a run (or of several merged): both tables."""
+    rows = summary["programs"]
+    dev, stamp, args_seconds = summary["device"], summary["date"], summary["seconds_per_kernel"]
+    fast = sum(r.get("fast_winners", 0) for r in rows)
+    disp = sum(len(set(r.get("kernels_dispatched", [])) & {k["kernel"] for k in r.get("kernels", [])
+                                                          if k.get("verdict") == "FAST"})
+               for r in rows)
+    with open(base + ".md", "w") as f:
+        f.write("# The whole user path (%s, %s)\n\n`%s`, %d s of search per hot kernel.\n\n"
+                % (dev, stamp, summary["command"], args_seconds))
+        f.write(table(rows) + "\n\n")
+        f.write("FAST winners: %d; dispatched by apply: %d.\n\n" % (fast, disp))
+        f.write("| program | kernel | search | in the program | verdict | cause | sites |\n|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            for k in r.get("verify", []):
+                f.write("| %s | %s | %s | %s | %s | %s | %s |\n" % (
+                    r["program"], k.get("kernel"), "%.2fx" % k["search_speedup"] if k.get("search_speedup") else "-",
+                    "%.2fx" % k["speedup"] if k.get("speedup") else "-", k.get("verdict"),
+                    k.get("cause_detail") or k.get("cause") or "-",
+                    "; ".join("%s %s" % (x.get("where"), x.get("paths")) for x in k.get("sites", []))))
+    return fast, disp
+
+
+def merge(out, parts):
+    """One result from the JSON of several runs of the same day and device
+    (a run split over several commands): programs in the order given, a
+    program measured twice kept from the last part that has it."""
+    runs = [json.load(open(p)) for p in parts]
+    rows = {}
+    for r in runs:
+        for x in r["programs"]:
+            rows.pop(x["program"], None)
+            rows[x["program"]] = x
+    summary = {"device": runs[-1]["device"], "date": runs[-1]["date"],
+               "command": "; ".join(r["command"] for r in runs),
+               "seconds_per_kernel": runs[-1]["seconds_per_kernel"], "programs": list(rows.values())}
+    base = out[:-5] if out.endswith(".json") else out
+    json.dump(summary, open(base + ".json", "w"), indent=1)
+    fast, disp = write_markdown(base, summary)
+    print(table(summary["programs"]))
+    print("FAST winners: %d; dispatched by apply: %d" % (fast, disp))
+    print("wrote %s.json and .md" % base)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=int(os.environ.get("KS_E2E_SECONDS", "30")),
@@ -290,7 +336,11 @@ def main():
     ap.add_argument("--polybench", default=os.environ.get("KS_POLYBENCH", ""))
     ap.add_argument("--results", default=os.environ.get("KS_RESULTS", os.path.join(ROOT, "bench/results")))
     ap.add_argument("--work", default=os.path.join(ROOT, "bench/out/e2e"))
+    ap.add_argument("--merge", nargs="+", metavar=("OUT", "PART"),
+                    help="write OUT.json and OUT.md from the JSON of several runs, and stop")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args.merge[0], args.merge[1:])
     ks = os.path.realpath(os.environ.get("KS_BIN", os.path.join(ROOT, "build/cli/kernelsmith-cc")))
     nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     try:
@@ -317,23 +367,7 @@ def main():
         summary = {"device": dev, "date": stamp, "command": "bench/e2e/e2e.py " + " ".join(sys.argv[1:]),
                    "seconds_per_kernel": args.seconds, "programs": rows}
         json.dump(summary, open(base + ".json", "w"), indent=1)
-    fast = sum(r.get("fast_winners", 0) for r in rows)
-    disp = sum(len(set(r.get("kernels_dispatched", [])) & {k["kernel"] for k in r.get("kernels", [])
-                                                          if k.get("verdict") == "FAST"})
-               for r in rows)
-    with open(base + ".md", "w") as f:
-        f.write("# The whole user path (%s, %s)\n\n`%s`, %d s of search per hot kernel.\n\n"
-                % (dev, stamp, summary["command"], args.seconds))
-        f.write(table(rows) + "\n\n")
-        f.write("FAST winners: %d; dispatched by apply: %d.\n\n" % (fast, disp))
-        f.write("| program | kernel | search | in the program | verdict | cause | sites |\n|---|---|---|---|---|---|---|\n")
-        for r in rows:
-            for k in r.get("verify", []):
-                f.write("| %s | %s | %s | %s | %s | %s | %s |\n" % (
-                    r["program"], k.get("kernel"), "%.2fx" % k["search_speedup"] if k.get("search_speedup") else "-",
-                    "%.2fx" % k["speedup"] if k.get("speedup") else "-", k.get("verdict"),
-                    k.get("cause_detail") or k.get("cause") or "-",
-                    "; ".join("%s %s" % (x.get("where"), x.get("paths")) for x in k.get("sites", []))))
+    write_markdown(base, summary)
     print("\n" + table(rows))
     print("FAST winners: %d; dispatched by apply: %d" % (fast, disp))
     print("wrote %s.json and .md" % base)
