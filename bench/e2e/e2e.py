@@ -260,7 +260,7 @@ def run_program(p, ks, nvcc, work, seconds):
 
 def table(rows):
     lines = ["| program | hot kernels | FAST (>=1.2x) | dispatched | check before/after/launcher | "
-             "search | in program | launcher = apply | left as written |",
+             "search | in program | launcher = apply | failed; left as written |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("failed") and "kernels" not in r:
@@ -278,7 +278,8 @@ def table(rows):
             r.get("fast_winners_1_2x", 0), len(r.get("kernels_dispatched", [])), checks,
             "%.2fx" % s if s else "-", "%.2fx" % ins if ins else "-",
             "yes" if r.get("launcher_same_as_apply") else "NO",
-            "; ".join(x[:160] for x in r.get("left_as_written", [])) or "-"))
+            "; ".join(([r["failed"][:200]] if r.get("failed") else []) +
+                      [x[:160] for x in r.get("left_as_written", [])]) or "-"))
     return "\n".join(lines)
 
 
