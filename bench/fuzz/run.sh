@@ -15,6 +15,8 @@
 #   KS_FUZZ_RSS_MB   memory one harness may use before it is a finding (2048)
 #   KS_LABEL         results label (default cpu<cores>)
 #   KS_FUZZ_NOTE     a sentence for the results (where and why it ran)
+#   KS_FUZZ_STRICT   1: exit 1 when there is a finding (CI's smoke run)
+#   KS_FUZZ_WORK     working corpora and findings (default bench/out/fuzz)
 #   KS_RESULTS       results directory (default bench/results)
 #
 # It configures the build with clang and -DKS_FUZZ=ON (installing Debian's
@@ -38,7 +40,7 @@ rss=${KS_FUZZ_RSS_MB:-2048}
 label=${KS_LABEL:-cpu$(nproc)}
 results=${KS_RESULTS:-bench/results}
 date=$(date +%F)
-work=bench/out/fuzz
+work=${KS_FUZZ_WORK:-bench/out/fuzz}
 
 say() { printf 'fuzz: %s\n' "$*" >&2; }
 
@@ -98,3 +100,13 @@ mkdir -p "$results"
 python3 bench/fuzz/summarize.py --work "$work" --harnesses "${harnesses[@]}" \
   --seconds "$total" --per "$per" --label "$label" --note "${KS_FUZZ_NOTE:-}" \
   --bin-dir "$build/tests/fuzz" --out "$results/fuzz-$label-$date"
+if [[ ${KS_FUZZ_STRICT:-0} == 1 ]]; then
+  python3 - "$results/fuzz-$label-$date.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))
+found = [(h["name"], f["kind"], f.get("first_frame")) for h in res["harnesses"] for f in h["findings"]]
+for name, kind, frame in found:
+    print("fuzz: %s: %s at %s" % (name, kind, frame), file=sys.stderr)
+sys.exit(1 if found else 0)
+PY
+fi
