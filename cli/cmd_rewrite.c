@@ -3,18 +3,22 @@
  * they make, as a file `check --variant` reads. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ks_buf.h"
+#include "ks_capture.h"
 #include "ks_cli.h"
 #include "ks_rules.h"
 #include "ks_source_args.h"
+#include "ks_specs.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
 
 static const char usage[] =
-    "usage: kernelsmith-cc rewrite KERNEL [--rule NAME[=PARAM]]... [--from FILE] [options] [PATH...]\n"
+    "usage: kernelsmith-cc rewrite KERNEL [--rule NAME[=PARAM]]... [--from FILE] [--capture FILE]\n"
+    "                              [options] [PATH...]\n"
     "       kernelsmith-cc rewrite --list\n"
     "\n"
     "Applies source-to-source rewrite rules (the rules proposer of 'optimize') to\n"
@@ -28,11 +32,20 @@ static const char usage[] =
     "the starting variant is printed as it is. A rule that does not apply stops\n"
     "the rewrite with one line on stderr saying why (exit status 1).\n"
     "\n"
+    "The sizes rules evaluate at (the original launch, scalars, buffer lengths)\n"
+    "come from KERNEL's spec, else from its launches in a capture (--capture),\n"
+    "else from its launch sites alone: the parts of the launch that evaluate\n"
+    "there (macros, constants; not dim3 locals), no scalars and no lengths. A\n"
+    "rule's guards stay symbolic either way; a rule that needs a value it cannot\n"
+    "get says so in its line. A note on stderr says when there are no sizes.\n"
+    "\n"
     "options:\n"
     "      --rule NAME[=PARAM]  apply rule NAME with parameter PARAM (one of the\n"
     "                       rule's choices, see --list); without =PARAM, the first\n"
     "                       choice that applies\n"
     "      --from FILE      start from this variant file instead of the kernel\n"
+    "      --capture FILE   the sizes of KERNEL's launches in FILE (a .kscap that\n"
+    "                       'profile --capture' writes) where it has no spec\n"
     "      --each-rule DIR  apply every rule alone (its first choice that applies)\n"
     "                       and write DIR/KERNEL.RULE.cu.txt for each: the variant,\n"
     "                       or the line saying why the rule does not apply\n"
@@ -182,12 +195,62 @@ static int each_rule(ks_ctx *ctx, const ks_target *t, const ks_variant *start, b
   return KS_EXIT_OK;
 }
 
+/* The kernel with the sizes the rules evaluate at: its spec's, else its
+ * captured launches', else its launch sites' alone (ks_target_open_sites,
+ * with a note that says what is unknown). */
+static int open_target(ks_ctx *ctx, const ks_source_args *src, const char *name,
+                       const char *capture, ks_capture *cap, bool *have_cap, ks_arena *arena,
+                       ks_target *t) {
+  memset(t, 0, sizeof *t);
+  if (ks_scan_run(ctx, &src->scan, &t->scan)) {
+    ks_scan_release(&t->scan);
+    return -1;
+  }
+  t->have_scan = true;
+  const ks_kernel *k;
+  if (ks_scan_lookup(ctx, &t->scan, name, &k))
+    return -1;
+  if (capture) {
+    char *abs = realpath(capture, NULL);
+    int rc = ks_capture_open(ctx, abs ? abs : capture, cap);
+    free(abs);
+    if (rc)
+      return -1;
+    *have_cap = true;
+    return ks_target_open_captured(ctx, &src->scan, NULL, k, cap, false, arena, t);
+  }
+  ks_spec spec;
+  int found = ks_spec_find(ctx, &t->scan, k, arena, &spec);
+  if (found < 0)
+    return -1;
+  if (!found)
+    return ks_target_open_captured(ctx, &src->scan, NULL, k, NULL, false, arena, t);
+  if (ks_target_open_sites(ctx, &src->scan, k, arena, t))
+    return -1;
+  ks_buf unknown = KS_BUF_INIT;
+  static const char *const parts[3] = {"grid", "block", "smem"};
+  for (int i = 0; i < 3; i++)
+    if (t->launch_unknown[i])
+      ks_buf_addf(&unknown, "%s%s", unknown.len ? ", " : "", parts[i]);
+  fprintf(stderr,
+          "rewrite: note: %s has no spec and no --capture: no scalar or buffer length is known%s%s; "
+          "guards stay symbolic\n",
+          k->qualified_name, unknown.len ? ", nor the launch's " : "", unknown.len ? unknown.data : "");
+  for (int i = 0; i < 3; i++)
+    if (t->launch_unknown[i] && (i == 0 || !t->launch_unknown[i - 1] ||
+                                 strcmp(t->launch_unknown[i], t->launch_unknown[i - 1])))
+      fprintf(stderr, "rewrite: note: %s\n", t->launch_unknown[i]);
+  ks_buf_release(&unknown);
+  return 0;
+}
+
 static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST, OPT_EACH };
+  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST, OPT_EACH, OPT_CAPTURE };
   static const struct option opts[] = {
       KS_SOURCE_LONG,
       {"rule", required_argument, NULL, OPT_RULE}, {"from", required_argument, NULL, OPT_FROM},
       {"list", no_argument, NULL, OPT_LIST}, {"each-rule", required_argument, NULL, OPT_EACH},
+      {"capture", required_argument, NULL, OPT_CAPTURE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args src;
@@ -195,8 +258,9 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
   ks_arena arena = KS_ARENA_INIT;
   ks_target target = {0};
   KS_ARRAY(rule_step) steps = {0};
-  const char *from = NULL, *each_dir = NULL;
-  bool list = false;
+  const char *from = NULL, *each_dir = NULL, *capture = NULL;
+  ks_capture cap;
+  bool list = false, have_cap = false;
   int rc = KS_EXIT_OK, c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
@@ -215,6 +279,9 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
       break;
     case OPT_EACH:
       each_dir = optarg;
+      break;
+    case OPT_CAPTURE:
+      capture = optarg;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_rewrite);
@@ -238,7 +305,7 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
   const char *name = argv[optind++];
   ks_source_args_paths(&src, argc, argv, optind);
 
-  if (ks_target_open(ctx, &src.scan, name, &arena, &target))
+  if (open_target(ctx, &src, name, capture, &cap, &have_cap, &arena, &target))
     goto fail;
   ks_variant cur;
   bool is_template = false;
@@ -283,6 +350,8 @@ fail:
   rc = KS_EXIT_FAILURE;
 out:
   ks_target_close(&target);
+  if (have_cap)
+    ks_capture_close(&cap);
   ks_arena_release(&arena);
   ks_source_args_release(&src);
   return rc;

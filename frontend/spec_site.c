@@ -18,6 +18,7 @@
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "ks_fs.h"
+#include "ks_specs.h"
 #include "spec_int.h"
 
 enum { MAX_FILE_BYTES = 64u << 20, MAX_MACRO_DEPTH = 16, MAX_BRACES = 256 };
@@ -301,8 +302,12 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
-                        const ks_spec_env *params, ks_arena *arena, ks_launch_cfg *out) {
+/* Both entry points: `why` NULL stops at the first part that does not
+ * evaluate (its error in ctx); else every part is tried and why[i] says why
+ * part i (grid, block, smem) did not, NULL where it did. */
+static int site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
+                       const ks_spec_env *params, ks_arena *arena, ks_launch_cfg *out,
+                       const char *why[3]) {
   site_env env = {.ctx = ctx, .arena = arena, .params = params};
   env.expr = (ks_expr_env){site_lookup, &env};
   ks_buf site_text = KS_BUF_INIT, kernel_text = KS_BUF_INIT;
@@ -340,8 +345,11 @@ int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
   }
   const char *what[3] = {"grid", "block", "smem"};
   const char *texts[3] = {site->grid, site->block, site->smem};
+  int failed = 0;
   for (int i = 0; i < 3 && !rc; i++) {
     env.missing = env.why = NULL;
+    if (why)
+      why[i] = NULL;
     if (!texts[i]) {
       if (i < 2)
         rc = ks_fail(ctx, "the launch site at %s gives no %s", where, what[i]);
@@ -372,8 +380,25 @@ int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
       reason = ks_arena_strdup(arena, ctx->error);
     rc = ks_fail(ctx, "the launch site's %s '%s' (%s) cannot be evaluated: %s", what[i],
                  ks_spec_quote(arena, texts[i]), where, reason);
+    if (why) {
+      why[i] = ks_arena_strdup(arena, ctx->error);
+      failed++;
+      rc = 0;
+    }
   }
   ks_buf_release(&site_text);
   ks_buf_release(&kernel_text);
-  return rc;
+  return why ? failed : rc;
+}
+
+int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
+                        const ks_spec_env *params, ks_arena *arena, ks_launch_cfg *out) {
+  return site_launch(ctx, k, site, params, arena, out, NULL);
+}
+
+int ks_spec_site_launch_parts(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
+                              ks_arena *arena, ks_launch_cfg *out, const char *why[3]) {
+  ks_spec_env none;
+  ks_spec_env_init(&none, arena);
+  return site_launch(ctx, k, site, &none, arena, out, why);
 }
