@@ -9,6 +9,7 @@
 
 #include "ks_buf.h"
 #include "ks_capture.h"
+#include "ks_compile.h"
 #include "ks_cli.h"
 #include "ks_rules.h"
 #include "ks_source_args.h"
@@ -49,6 +50,10 @@ static const char usage[] =
     "      --each-rule DIR  apply every rule alone (its first choice that applies)\n"
     "                       and write DIR/KERNEL.RULE.cu.txt for each: the variant,\n"
     "                       or the line saying why the rule does not apply\n"
+    "      --compile        compile every variant printed or written with NVRTC for\n"
+    "                       sm_90, as the judge would (the slice, then the\n"
+    "                       variant); one that does not compile is said on stderr\n"
+    "                       and makes the exit status 1\n"
     "      --list           list the rules: name, choices, whether it is a tuning\n"
     "                       rule (launch configuration or unroll only), summary\n"
     KS_SOURCE_HELP
@@ -157,17 +162,57 @@ static int apply_step(ks_ctx *ctx, const ks_rule_input *in, const rule_step *s, 
   return 0;
 }
 
+/* Compiles variants vs[0..n) of `t` as the judge does (the slice, then the
+ * variant, with the slice's options) in one batch; each that does not
+ * compile is said on stderr, named by what[i]. *failed gets their number. */
+static int compile_variants(ks_ctx *ctx, const ks_target *t, const ks_variant *vs,
+                            const char *const *what, size_t n, bool is_template, ks_arena *arena,
+                            size_t *failed) {
+  *failed = 0;
+  if (!n)
+    return 0;
+  ks_compiler comp;
+  if (ks_compiler_init(ctx, &comp, "sm_90", NULL))
+    return -1;
+  ks_compile_unit *units = ks_arena_alloc(arena, n * sizeof *units);
+  ks_compile_result *res = ks_arena_alloc(arena, n * sizeof *res);
+  for (size_t i = 0; i < n; i++) {
+    const char **name = ks_arena_alloc(arena, sizeof *name);
+    *name = ks_variant_name_expression(arena, &vs[i], is_template, t->subject.name_expression);
+    units[i] = (ks_compile_unit){.name = ks_arena_printf(arena, "%s.cu", what[i]),
+                                 .source = ks_rules_unit(arena, t, &vs[i], NULL),
+                                 .name_expressions = name,
+                                 .nnames = 1,
+                                 .candidate = vs[i].source,
+                                 .extra_options = t->subject.options,
+                                 .nextra = t->subject.noptions};
+  }
+  int rc = ks_compile(ctx, &comp, units, n, arena, res);
+  ks_compiler_release(&comp);
+  if (rc)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (res[i].status != KS_COMPILE_OK) {
+      fprintf(stderr, "rewrite: %s does not compile: %s\n", what[i],
+              res[i].reason ? res[i].reason : "(no reason given)");
+      ++*failed;
+    }
+  return 0;
+}
+
 /* Every rule alone on `start`, one file each: what the golden tests diff,
  * with one scan and one slice for all of them. */
 static int each_rule(ks_ctx *ctx, const ks_target *t, const ks_variant *start, bool is_template,
-                     const char *kernel, const char *dir, ks_arena *arena) {
+                     const char *kernel, const char *dir, bool compile, ks_arena *arena) {
   ks_rule_input in;
   if (ks_rules_prepare(ctx, t, start, is_template, arena, &in)) {
     ks_error(ctx, "%s", ctx->error);
     return KS_EXIT_FAILURE;
   }
-  size_t n;
+  size_t n, napplied = 0;
   const ks_rule *const *rules = ks_rules_all(&n);
+  ks_variant *applied = ks_arena_alloc(arena, n * sizeof *applied);
+  const char **what = ks_arena_alloc(arena, n * sizeof *what);
   for (size_t i = 0; i < n; i++) {
     rule_step step = {.rule = rules[i]};
     ks_rule_result res = {0};
@@ -185,14 +230,23 @@ static int each_rule(ks_ctx *ctx, const ks_target *t, const ks_variant *start, b
     if (reason)
       fprintf(f, "rewrite: %s does not apply to %s: %s\n", rules[i]->name,
               t->kernel->qualified_name, reason);
-    else
+    else {
       fputs(ks_variant_format(arena, &res.child, res.technique ? res.technique : ""), f);
+      what[napplied] = ks_arena_printf(arena, "%s's %s variant", t->kernel->qualified_name,
+                                       rules[i]->name);
+      applied[napplied++] = res.child;
+    }
     if (fclose(f)) {
       ks_error(ctx, "%s: %s", path, strerror(errno));
       return KS_EXIT_FAILURE;
     }
   }
-  return KS_EXIT_OK;
+  size_t failed = 0;
+  if (compile && compile_variants(ctx, t, applied, what, napplied, is_template, arena, &failed)) {
+    ks_error(ctx, "%s", ctx->error);
+    return KS_EXIT_FAILURE;
+  }
+  return failed ? KS_EXIT_FAILURE : KS_EXIT_OK;
 }
 
 /* The kernel with the sizes the rules evaluate at: its spec's, else its
@@ -245,12 +299,13 @@ static int open_target(ks_ctx *ctx, const ks_source_args *src, const char *name,
 }
 
 static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST, OPT_EACH, OPT_CAPTURE };
+  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST, OPT_EACH, OPT_CAPTURE, OPT_COMPILE };
   static const struct option opts[] = {
       KS_SOURCE_LONG,
       {"rule", required_argument, NULL, OPT_RULE}, {"from", required_argument, NULL, OPT_FROM},
       {"list", no_argument, NULL, OPT_LIST}, {"each-rule", required_argument, NULL, OPT_EACH},
       {"capture", required_argument, NULL, OPT_CAPTURE},
+      {"compile", no_argument, NULL, OPT_COMPILE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args src;
@@ -260,7 +315,7 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
   KS_ARRAY(rule_step) steps = {0};
   const char *from = NULL, *each_dir = NULL, *capture = NULL;
   ks_capture cap;
-  bool list = false, have_cap = false;
+  bool list = false, have_cap = false, compile = false;
   int rc = KS_EXIT_OK, c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
@@ -282,6 +337,9 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
       break;
     case OPT_CAPTURE:
       capture = optarg;
+      break;
+    case OPT_COMPILE:
+      compile = true;
       break;
     case 'h':
       rc = ks_print_help(&ks_cmd_rewrite);
@@ -313,7 +371,7 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
            : ks_rules_seed(ctx, &target, &arena, &cur, &is_template))
     goto fail;
   if (each_dir) {
-    rc = each_rule(ctx, &target, &cur, is_template, name, each_dir, &arena);
+    rc = each_rule(ctx, &target, &cur, is_template, name, each_dir, compile, &arena);
     goto out;
   }
   ks_buf techniques = KS_BUF_INIT;
@@ -344,6 +402,13 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
   }
   fputs(ks_variant_format(&arena, &cur, techniques.data), stdout);
   ks_buf_release(&techniques);
+  if (compile) {
+    size_t failed;
+    const char *what = ks_arena_printf(&arena, "%s's variant", target.kernel->qualified_name);
+    if (compile_variants(ctx, &target, &cur, &what, 1, is_template, &arena, &failed))
+      goto fail;
+    rc = failed ? KS_EXIT_FAILURE : KS_EXIT_OK;
+  }
   goto out;
 fail:
   ks_error(ctx, "%s", ctx->error);

@@ -40,6 +40,7 @@ typedef struct site_env {
   unsigned depth;      /* macro expansion depth */
   const char *missing; /* the last name that could not be bound */
   const char *why;     /* why it could not, when known */
+  bool no_values;      /* the parameters have no values (no spec) */
   ks_expr_env expr;
 } site_env;
 
@@ -106,9 +107,12 @@ static bool site_lookup(void *data, const char *name, size_t len, ks_value *out)
     if (ks_spec_env_get(env->params, env->alias_params.items[i], out))
       return true;
     env->missing = ks_arena_strndup(env->arena, name, len);
-    env->why =
-        ks_arena_printf(env->arena, "'%s' is passed as parameter '%s', which is not a number",
-                        env->missing, env->alias_params.items[i]);
+    env->why = ks_arena_printf(env->arena,
+                               env->no_values ? "'%s' is passed as parameter '%s', which has "
+                                                "no value without a spec or capture"
+                                              : "'%s' is passed as parameter '%s', which is not "
+                                                "a number",
+                               env->missing, env->alias_params.items[i]);
     return false;
   }
   const macro_def *m = find_macro(env, name, len);
@@ -308,7 +312,7 @@ static const char *base_name(const char *path) {
 static int site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
                        const ks_spec_env *params, ks_arena *arena, ks_launch_cfg *out,
                        const char *why[3]) {
-  site_env env = {.ctx = ctx, .arena = arena, .params = params};
+  site_env env = {.ctx = ctx, .arena = arena, .params = params, .no_values = why != NULL};
   env.expr = (ks_expr_env){site_lookup, &env};
   ks_buf site_text = KS_BUF_INIT, kernel_text = KS_BUF_INIT;
   int rc = 0;
