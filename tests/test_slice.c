@@ -301,6 +301,12 @@ static void host_idioms_are_carried(void **state) {
   src = ok("block_min(float *, const float *, int)")->slice.source;
   assert_non_null(strstr(src, "#include <cuda/std/limits>"));
   assert_non_null(strstr(src, "using ::cuda::std::numeric_limits;"));
+  /* Deduced through a template host function: no empty instance in the
+   * scan, the instance the host function's instantiation makes in the
+   * slice. */
+  const sliced *f = ok("fill_as(E *, int)");
+  assert_int_equal(f->kernel->instantiations.len, 0);
+  assert_true(has(&f->slice.name_expressions, "fill_as<float>"));
 }
 
 static void dynamic_parallelism_needs_rdc(void **state) {

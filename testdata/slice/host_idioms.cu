@@ -44,3 +44,27 @@ __global__ void block_min(float *mins, const float *vals, int count)
     if (threadIdx.x == 0)
         mins[blockIdx.x] = best[0];
 }
+
+/* Launched from a template host function with its argument deduced from
+ * the call: the scan cannot tell the instance (no `<>`), the slicer finds
+ * it in the host function's instantiation. */
+template <class E>
+__global__ void fill_as(E *dst, int count)
+{
+    int i;
+
+    i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count)
+        dst[i] = (E)7;
+}
+
+template <class E>
+void fill_all(E *dst, int count)
+{
+    fill_as<<<(count + 127) / 128, 128>>>(dst, count);
+}
+
+void fill_floats(float *dst, int count)
+{
+    fill_all(dst, count);
+}
