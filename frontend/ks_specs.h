@@ -47,7 +47,8 @@ int ks_spec_resolve(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, const 
                     size_t size, ks_arena *arena, ks_workload *out);
 
 /* A launch site's configuration with no spec: grid, block and smem each
- * evaluated alone from the site's text (its macros and template arguments;
+ * evaluated alone from the site's text (its macros and template arguments,
+ * a dim3 local from its declaration before the site unless assigned again;
  * the kernel's parameters have no values). why[i] is NULL where part i
  * (grid, block, smem) evaluated into *out, else why it did not (that part
  * of *out is then meaningless). Returns how many did not. */

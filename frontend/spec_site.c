@@ -276,6 +276,83 @@ static const char *explain(site_env *env, const char *text, unsigned offset, con
   return ks_arena_printf(env->arena, "'%s' is neither an argument of the launch nor a macro", name);
 }
 
+/* ---- dim3 locals (no spec) -------------------------------------------- */
+
+/* The arguments of the last `dim3 NAME(...)`, `dim3 NAME{...}` or
+ * `dim3 NAME = dim3(...)` in [body, at), as "(a, b)"; NULL when there is
+ * none (or it is assigned later: the value then is not the declaration's). */
+static const char *dim3_init(ks_arena *arena, const char *text, const char *body, const char *at,
+                             const char *name) {
+  size_t n = strlen(name);
+  const char *found = NULL;
+  for (const char *p = body; p < at;) {
+    const char *q = ks_ctext_skip_lexical(p);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    if (!word_at(text, p, name, n)) {
+      p++;
+      continue;
+    }
+    const char *b = p;
+    while (b > body && isspace((unsigned char)b[-1]))
+      b--;
+    const char *a = p + n;
+    while (*a == ' ' || *a == '\t')
+      a++;
+    bool declared = b - body >= 4 && !strncmp(b - 4, "dim3", 4) &&
+                    (b - 4 == body || !ks_ctext_is_ident_char(b[-5]));
+    if (declared) {
+      if (*a == '=') {
+        a++;
+        while (isspace((unsigned char)*a))
+          a++;
+        if (!strncmp(a, "dim3", 4))
+          a += 4;
+        while (isspace((unsigned char)*a))
+          a++;
+      }
+      if (*a == '(' || *a == '{') {
+        char open = *a, close = open == '(' ? ')' : '}';
+        int depth = 0;
+        const char *e = a;
+        for (; e < at; e++) {
+          if (*e == open)
+            depth++;
+          else if (*e == close && --depth == 0)
+            break;
+        }
+        found = e < at ? ks_arena_printf(arena, "(%.*s)", (int)(e - a - 1), a + 1) : NULL;
+      }
+    } else if (found && *a == '=' && a[1] != '=') {
+      found = NULL; /* assigned after its declaration */
+    }
+    p += n;
+  }
+  return found;
+}
+
+/* `text` with each NAME.x / .y / .z of a dim3 already known replaced by its
+ * value. */
+static const char *dim3_members(ks_arena *arena, const char *text, const char *name,
+                                const unsigned v[3]) {
+  ks_buf b = KS_BUF_INIT;
+  size_t n = strlen(name);
+  for (const char *p = text; *p;) {
+    if (word_at(text, p, name, n) && p[n] == '.' && p[n + 1] >= 'x' && p[n + 1] <= 'z' &&
+        !ks_ctext_is_ident_char(p[n + 2])) {
+      ks_buf_addf(&b, "%u", v[p[n + 1] - 'x']);
+      p += n + 2;
+    } else {
+      ks_buf_addc(&b, *p++);
+    }
+  }
+  const char *out = ks_arena_strdup(arena, b.data ? b.data : "");
+  ks_buf_release(&b);
+  return out;
+}
+
 /* ---- evaluation ------------------------------------------------------- */
 
 /* An argument written as a bare identifier, possibly in parentheses. */
@@ -349,11 +426,32 @@ static int site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
   }
   const char *what[3] = {"grid", "block", "smem"};
   const char *texts[3] = {site->grid, site->block, site->smem};
+  /* With no spec, a dim3 local is read from its declaration before the
+   * site (`dim3 block(BX, BY); dim3 grid(ceil(NJ / (float)block.x), ...)`):
+   * the block first, whose members the grid may use. */
+  const char *body =
+      why && site->loc.offset < site_text.len ? enclosing_body(site_text.data, site_text.data + site->loc.offset) : NULL;
+  const char *evaluated[3] = {NULL, NULL, NULL};
+  static const int order[3] = {1, 0, 2};
   int failed = 0;
-  for (int i = 0; i < 3 && !rc; i++) {
+  for (int oi = 0; oi < 3 && !rc; oi++) {
+    int i = why ? order[oi] : oi;
     env.missing = env.why = NULL;
     if (why)
       why[i] = NULL;
+    const char *local = i < 2 && body && texts[i] ? bare_ident(arena, texts[i]) : NULL;
+    const char *init = local ? dim3_init(arena, site_text.data, body,
+                                         site_text.data + site->loc.offset, local)
+                             : NULL;
+    if (init) {
+      for (int j = 0; j < 2; j++)
+        if (evaluated[j])
+          init = dim3_members(arena, init, evaluated[j], j == 0 ? out->grid : out->block);
+      if (!ks_expr_eval_dim3(ctx, init, &env.expr, i == 0 ? out->grid : out->block)) {
+        evaluated[i] = local;
+        continue;
+      }
+    }
     if (!texts[i]) {
       if (i < 2)
         rc = ks_fail(ctx, "the launch site at %s gives no %s", where, what[i]);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # rewrite on kernels with no spec, without a GPU: testdata/legacy's kernels
-# (dim3 locals, macro sizes) from their launch sites alone, a kernel whose
+# (dim3 locals read from their declarations, macro sizes) from their launch
+# sites alone, a kernel whose
 # block is a macro (launch_bounds reads it; vectorize's guards stay
 # symbolic), and testdata/capture's axpy with a capture (written here in the
 # format of docs/capture-format.md) whose sizes the rules then evaluate at.
@@ -23,16 +24,33 @@ has() { grep -qF -- "$2" "$1"; }
 check "legacy gemm_kernel --rule restrict: exit 0" [ $? -eq 0 ]
 check "... the variant, restrict on its pointers" has "$tmp/r.out" "DATA_TYPE *__restrict__ a"
 check "... renamed" has "$tmp/r.out" "kernel gemm_kernel_ks_variant"
-check "... a note says there are no sizes" has "$tmp/r.err" \
-  "gemm_kernel has no spec and no --capture: no scalar or buffer length is known, nor the launch's grid, block"
-check "... and why the launch is unknown" has "$tmp/r.err" "'block' is a dim3 local variable of gemmCuda"
+check "... a note says there are no sizes (the launch is known)" has "$tmp/r.err" \
+  "gemm_kernel has no spec and no --capture: no scalar or buffer length is known; guards stay symbolic"
 
-(cd "$data/legacy" && "$bin" --color=never rewrite --no-compdb gemm_kernel --rule launch_bounds gemm \
+(cd "$data/legacy" && "$bin" --color=never rewrite --no-compdb gemm_kernel --rule launch_bounds --compile gemm \
   >"$tmp/lb.out" 2>"$tmp/lb.err")
-check "legacy gemm_kernel --rule launch_bounds: exit 1" [ $? -eq 1 ]
-check "... its one line names the unknown block and why" has "$tmp/lb.err" \
-  "rewrite: launch_bounds does not apply to gemm_kernel: its block does not evaluate at the timed size: 'block_x * block_y * block_z' needs block_x, which is not known without a spec or capture (the launch site's block 'block' (gemm.cu:155) cannot be evaluated: 'block' is a dim3 local variable of gemmCuda)"
-check "... nothing on stdout" [ ! -s "$tmp/lb.out" ]
+check "legacy gemm_kernel --rule launch_bounds: exit 0" [ $? -eq 0 ]
+check "... the block of its dim3 local (32 x 8)" has "$tmp/lb.out" \
+  "__launch_bounds__(256) __global__ void gemm_kernel_ks_variant"
+
+# A dim3 local assigned after its declaration is not read.
+mkdir "$tmp/late"
+cat >"$tmp/late/late.cu" <<'CU'
+__global__ void bump(int *v) { v[threadIdx.x] += 1; }
+void run(int *v, int wide)
+{
+  dim3 threads(64);
+  if (wide)
+    threads = dim3(128);
+  bump<<<1, threads>>>(v);
+}
+CU
+(cd "$tmp" && "$bin" --color=never rewrite --no-compdb bump --rule launch_bounds late \
+  >"$tmp/late.out" 2>"$tmp/late.err")
+check "a dim3 local assigned later: launch_bounds does not apply" [ $? -eq 1 ]
+check "... its one line names the unknown block and why" has "$tmp/late.err" \
+  "rewrite: launch_bounds does not apply to bump: its block does not evaluate at the timed size: 'block_x * block_y * block_z' needs block_x, which is not known without a spec or capture (the launch site's block 'threads' (late.cu:7) cannot be evaluated: 'threads' is a dim3 local variable of run)"
+check "... nothing on stdout" [ ! -s "$tmp/late.out" ]
 
 mkdir "$tmp/each"
 (cd "$data/legacy" && "$bin" --color=never rewrite --no-compdb mvt_kernel1 --each-rule "$tmp/each" mvt \
@@ -41,8 +59,10 @@ check "legacy mvt_kernel1 --each-rule: exit 0" [ $? -eq 0 ]
 nrules=$("$bin" rewrite --list | awk 'NR > 1' | wc -l)
 check "... one file per rule" [ "$(ls "$tmp/each" | wc -l)" -eq "$nrules" ]
 check "... restrict applied" has "$tmp/each/mvt_kernel1.restrict.cu.txt" "techniques: restrict"
-check "... block says why not" has "$tmp/each/mvt_kernel1.block.cu.txt" \
-  "rewrite: block does not apply to mvt_kernel1: its launch does not evaluate at the timed size: grid_x is not known without a spec or capture"
+check "... block from the dim3 locals' launch" has "$tmp/each/mvt_kernel1.block.cu.txt" \
+  "launch grid = dim3(ceil_div(grid_x * block_x, 64), grid_y, grid_z), block = 64"
+check "... grid_stride reads the grid's 16 blocks" has "$tmp/each/mvt_kernel1.grid_stride.cu.txt" \
+  "its grid (16 blocks) is no larger than 132 SMs x 1"
 
 # --- a macro block size: the parts of the launch that evaluate ---------
 mkdir "$tmp/src"
