@@ -46,6 +46,15 @@ int ks_spec_check(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k);
 int ks_spec_resolve(ks_ctx *ctx, const ks_spec *spec, const ks_kernel *k, const ks_launch *site,
                     size_t size, ks_arena *arena, ks_workload *out);
 
+/* A launch site's configuration with no spec: grid, block and smem each
+ * evaluated alone from the site's text (its macros and template arguments,
+ * a dim3 local from its declaration before the site unless assigned again;
+ * the kernel's parameters have no values). why[i] is NULL where part i
+ * (grid, block, smem) evaluated into *out, else why it did not (that part
+ * of *out is then meaningless). Returns how many did not. */
+int ks_spec_site_launch_parts(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
+                              ks_arena *arena, ks_launch_cfg *out, const char *why[3]);
+
 /* The template arguments a template kernel is run with under `spec`
  * ("float, 256": the spec's `instance`, defaults filled in, or the kernel's
  * one instantiation at its launch sites); NULL for a kernel that is not a

@@ -90,6 +90,11 @@ static void resolve_dependent(ks_scan *scan, ks_launch *l, ks_tu_result **result
         a->param = k->tparams.items[i].name;
         a->value = k->tparams.items[i].default_arg;
       }
+      /* Arguments deduced from the call (`kern<<<g, b>>>(p, n)` in a
+       * template host function) are not known here: no instance rather
+       * than an empty one (`<>`), which names none. */
+      if (!args.len && k && k->tparams.len)
+        continue;
       add_distinct(&scan->arena, &l->via_instantiations, &args);
     }
   }

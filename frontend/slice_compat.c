@@ -11,7 +11,10 @@
  * - The C and C++ libraries: NVRTC has the CUDA math API, printf, assert,
  *   size_t, but none of libc's or libstdc++'s headers. Fixed-width integers
  *   and limits come from libcu++ (cuda/std/...), float limits from
- *   definitions of our own, and anything in namespace std is missing. */
+ *   definitions of our own; std::numeric_limits is libcu++'s
+ *   cuda::std::numeric_limits (<cuda/std/limits>, named into std), and
+ *   anything else in namespace std is missing. A libc typedef of an
+ *   arithmetic type (glibc's uint, ushort, ulong) is written out. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -223,6 +226,24 @@ static const char *header_name(ks_slicer *s, long file) {
   return slash ? slash + 1 : path;
 }
 
+/* `typedef unsigned int uint;` for a typedef at file scope of libc's
+ * headers whose type is arithmetic (NVRTC has none of those headers); NULL
+ * for any other declaration, and for the names NVRTC declares itself
+ * (size_t, ptrdiff_t) or that are the implementation's (_-prefixed). */
+static const char *libc_typedef(ks_slicer *s, CXCursor decl, const char *name) {
+  if (clang_getCursorKind(decl) != CXCursor_TypedefDecl || strchr(name, ':') || name[0] == '_' ||
+      !strcmp(name, "size_t") || !strcmp(name, "ptrdiff_t") || !strcmp(name, "wchar_t") ||
+      !strcmp(name, "max_align_t") || !strcmp(name, "nullptr_t"))
+    return NULL;
+  CXType t = clang_getCanonicalType(clang_getTypedefDeclUnderlyingType(decl));
+  if (t.kind < CXType_Bool || t.kind > CXType_LongDouble)
+    return NULL;
+  CXString sp = clang_getTypeSpelling(t);
+  const char *text = ks_arena_printf(s->tu.arena, "typedef %s %s;", clang_getCString(sp), name);
+  clang_disposeString(sp);
+  return text;
+}
+
 slice_system_kind ks_slice_system_decl(ks_slicer *s, CXCursor decl, const char **out) {
   *out = NULL;
   const char *name = ks_tu_qualified_name(&s->tu, decl);
@@ -258,6 +279,18 @@ slice_system_kind ks_slice_system_decl(ks_slicer *s, CXCursor decl, const char *
   for (size_t i = 0; i < sizeof std_builtin / sizeof *std_builtin; i++)
     if (!strcmp(name, std_builtin[i]))
       return SLICE_SYS_BUILTIN;
+  /* libcu++ has the same template, constexpr on the device: the user's
+   * std::numeric_limits<float>::max() compiles as written. */
+  if (!strncmp(name, "std::numeric_limits", 19) && (!name[19] || name[19] == ':')) {
+    ks_slice_add_include(s, "cuda/std/limits");
+    /* Only NVRTC lacks it: a parse with the host's headers (the rules',
+     * nvcc) has <limits>'s, which a using declaration would conflict with. */
+    *out = "#ifdef __CUDACC_RTC__\nnamespace std { using ::cuda::std::numeric_limits; }\n#endif";
+    return SLICE_SYS_DEFINE;
+  }
+  const char *typedef_text = libc_typedef(s, decl, name);
+  if (typedef_text)
+    return (*out = typedef_text), SLICE_SYS_DEFINE;
   if (!strncmp(name, "std::", 5) || !strncmp(name, "__gnu_cxx::", 11)) {
     *out = user && n ? header_name(s, chain[n - 1]) : NULL;
     return SLICE_SYS_MISSING;

@@ -72,9 +72,15 @@ static bool is_class(enum CXCursorKind k) {
          k == CXCursor_ClassTemplate || k == CXCursor_ClassTemplatePartialSpecialization;
 }
 
-static bool is_scope(enum CXCursorKind k) {
-  return k == CXCursor_TranslationUnit || k == CXCursor_Namespace || k == CXCursor_LinkageSpec ||
-         k == CXCursor_UnexposedDecl;
+static bool is_scope(CXCursor c) {
+  enum CXCursorKind k = clang_getCursorKind(c);
+  if (k == CXCursor_UnexposedDecl) { /* unnamed: a scope; named: a variable template */
+    CXString sp = clang_getCursorSpelling(c);
+    bool named = *clang_getCString(sp) != '\0';
+    clang_disposeString(sp);
+    return !named;
+  }
+  return k == CXCursor_TranslationUnit || k == CXCursor_Namespace || k == CXCursor_LinkageSpec;
 }
 
 typedef struct word_find {
@@ -308,7 +314,7 @@ static bool is_builtin_name(ks_slicer *s, CXCursor fn) {
 /* Lexically: a block-scope `extern __shared__ float buf[];` belongs to the
  * namespace semantically, but is written in (and copied with) its function. */
 static bool at_namespace_scope(CXCursor c) {
-  return is_scope(clang_getCursorKind(clang_getCursorLexicalParent(c)));
+  return is_scope(clang_getCursorLexicalParent(c));
 }
 
 static void follow(walk *w, CXCursor ref, bool candidate) {

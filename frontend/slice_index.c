@@ -97,8 +97,22 @@ bool ks_slice_order_at(ks_slicer *s, const char *path, unsigned offset, ks_order
 
 /* ---- declarations -------------------------------------------------------- */
 
-static bool is_scope(enum CXCursorKind k) {
-  return k == CXCursor_Namespace || k == CXCursor_LinkageSpec || k == CXCursor_UnexposedDecl;
+/* libclang shows a variable template (`template <class T> __constant__ T
+ * c[4];`) and its instantiations as a named UnexposedDecl: a declaration,
+ * not a scope like the unnamed ones. */
+static bool is_var_template(CXCursor c) {
+  if (clang_getCursorKind(c) != CXCursor_UnexposedDecl)
+    return false;
+  CXString sp = clang_getCursorSpelling(c);
+  bool named = *clang_getCString(sp) != '\0';
+  clang_disposeString(sp);
+  return named;
+}
+
+static bool is_scope(CXCursor c) {
+  enum CXCursorKind k = clang_getCursorKind(c);
+  return k == CXCursor_Namespace || k == CXCursor_LinkageSpec ||
+         (k == CXCursor_UnexposedDecl && !is_var_template(c));
 }
 
 /* The declaration this one completes, by USR: the template of a
@@ -119,6 +133,13 @@ static const char *owner_of(ks_slicer *s, CXCursor c) {
 static void add_item(ks_slicer *s, CXCursor c) {
   slice_item it = {.cursor = c, .kind = clang_getCursorKind(c)};
   it.range = ks_tu_extent(&s->tu, c);
+  if (is_var_template(c)) {
+    /* The template's text starts with `template`; an instantiation's is
+     * the pattern's alone, and stands for the template (ks_slice_item_of). */
+    const char *text = ks_tu_range_text(&s->tu, it.range);
+    if (!text || strncmp(text, "template", 8))
+      return;
+  }
   if (!ks_slice_order_at(s, it.range.begin.file, it.range.begin.offset, &it.order))
     return; /* no text of its own (implicit) */
   it.name = ks_tu_spelling(&s->tu, c);
@@ -162,7 +183,7 @@ static enum CXChildVisitResult visit_top(CXCursor c, CXCursor parent, CXClientDa
     return CXChildVisit_Continue;
   if (ks_tu_in_system(c) || ks_slice_in_stubs(s, c))
     return CXChildVisit_Continue;
-  if (is_scope(k))
+  if (is_scope(c))
     return CXChildVisit_Recurse;
   add_item(s, c);
   return CXChildVisit_Continue;
@@ -217,13 +238,21 @@ long ks_slice_item_of(ks_slicer *s, CXCursor decl) {
     if (clang_Cursor_isNull(parent) || clang_isInvalid(clang_getCursorKind(parent)))
       return -1;
     enum CXCursorKind k = clang_getCursorKind(parent);
-    if (k == CXCursor_TranslationUnit || is_scope(k))
+    if (k == CXCursor_TranslationUnit || is_scope(parent))
       break;
     c = parent;
   }
   for (size_t i = 0; i < s->items.len; i++)
     if (clang_equalCursors(s->items.items[i].cursor, c))
       return (long)i;
+  /* An instantiation of a variable template has no text of its own: it
+   * stands for the template written where it is. */
+  if (is_var_template(c))
+    for (size_t i = 0; i < s->items.len; i++)
+      if (is_var_template(s->items.items[i].cursor) &&
+          clang_equalLocations(clang_getCursorLocation(s->items.items[i].cursor),
+                               clang_getCursorLocation(c)))
+        return (long)i;
   return -1;
 }
 

@@ -18,6 +18,7 @@
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "ks_fs.h"
+#include "ks_specs.h"
 #include "spec_int.h"
 
 enum { MAX_FILE_BYTES = 64u << 20, MAX_MACRO_DEPTH = 16, MAX_BRACES = 256 };
@@ -39,6 +40,7 @@ typedef struct site_env {
   unsigned depth;      /* macro expansion depth */
   const char *missing; /* the last name that could not be bound */
   const char *why;     /* why it could not, when known */
+  bool no_values;      /* the parameters have no values (no spec) */
   ks_expr_env expr;
 } site_env;
 
@@ -105,9 +107,12 @@ static bool site_lookup(void *data, const char *name, size_t len, ks_value *out)
     if (ks_spec_env_get(env->params, env->alias_params.items[i], out))
       return true;
     env->missing = ks_arena_strndup(env->arena, name, len);
-    env->why =
-        ks_arena_printf(env->arena, "'%s' is passed as parameter '%s', which is not a number",
-                        env->missing, env->alias_params.items[i]);
+    env->why = ks_arena_printf(env->arena,
+                               env->no_values ? "'%s' is passed as parameter '%s', which has "
+                                                "no value without a spec or capture"
+                                              : "'%s' is passed as parameter '%s', which is not "
+                                                "a number",
+                               env->missing, env->alias_params.items[i]);
     return false;
   }
   const macro_def *m = find_macro(env, name, len);
@@ -271,6 +276,83 @@ static const char *explain(site_env *env, const char *text, unsigned offset, con
   return ks_arena_printf(env->arena, "'%s' is neither an argument of the launch nor a macro", name);
 }
 
+/* ---- dim3 locals (no spec) -------------------------------------------- */
+
+/* The arguments of the last `dim3 NAME(...)`, `dim3 NAME{...}` or
+ * `dim3 NAME = dim3(...)` in [body, at), as "(a, b)"; NULL when there is
+ * none (or it is assigned later: the value then is not the declaration's). */
+static const char *dim3_init(ks_arena *arena, const char *text, const char *body, const char *at,
+                             const char *name) {
+  size_t n = strlen(name);
+  const char *found = NULL;
+  for (const char *p = body; p < at;) {
+    const char *q = ks_ctext_skip_lexical(p);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    if (!word_at(text, p, name, n)) {
+      p++;
+      continue;
+    }
+    const char *b = p;
+    while (b > body && isspace((unsigned char)b[-1]))
+      b--;
+    const char *a = p + n;
+    while (*a == ' ' || *a == '\t')
+      a++;
+    bool declared = b - body >= 4 && !strncmp(b - 4, "dim3", 4) &&
+                    (b - 4 == body || !ks_ctext_is_ident_char(b[-5]));
+    if (declared) {
+      if (*a == '=') {
+        a++;
+        while (isspace((unsigned char)*a))
+          a++;
+        if (!strncmp(a, "dim3", 4))
+          a += 4;
+        while (isspace((unsigned char)*a))
+          a++;
+      }
+      if (*a == '(' || *a == '{') {
+        char open = *a, close = open == '(' ? ')' : '}';
+        int depth = 0;
+        const char *e = a;
+        for (; e < at; e++) {
+          if (*e == open)
+            depth++;
+          else if (*e == close && --depth == 0)
+            break;
+        }
+        found = e < at ? ks_arena_printf(arena, "(%.*s)", (int)(e - a - 1), a + 1) : NULL;
+      }
+    } else if (found && *a == '=' && a[1] != '=') {
+      found = NULL; /* assigned after its declaration */
+    }
+    p += n;
+  }
+  return found;
+}
+
+/* `text` with each NAME.x / .y / .z of a dim3 already known replaced by its
+ * value. */
+static const char *dim3_members(ks_arena *arena, const char *text, const char *name,
+                                const unsigned v[3]) {
+  ks_buf b = KS_BUF_INIT;
+  size_t n = strlen(name);
+  for (const char *p = text; *p;) {
+    if (word_at(text, p, name, n) && p[n] == '.' && p[n + 1] >= 'x' && p[n + 1] <= 'z' &&
+        !ks_ctext_is_ident_char(p[n + 2])) {
+      ks_buf_addf(&b, "%u", v[p[n + 1] - 'x']);
+      p += n + 2;
+    } else {
+      ks_buf_addc(&b, *p++);
+    }
+  }
+  const char *out = ks_arena_strdup(arena, b.data ? b.data : "");
+  ks_buf_release(&b);
+  return out;
+}
+
 /* ---- evaluation ------------------------------------------------------- */
 
 /* An argument written as a bare identifier, possibly in parentheses. */
@@ -301,9 +383,13 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
-                        const ks_spec_env *params, ks_arena *arena, ks_launch_cfg *out) {
-  site_env env = {.ctx = ctx, .arena = arena, .params = params};
+/* Both entry points: `why` NULL stops at the first part that does not
+ * evaluate (its error in ctx); else every part is tried and why[i] says why
+ * part i (grid, block, smem) did not, NULL where it did. */
+static int site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
+                       const ks_spec_env *params, ks_arena *arena, ks_launch_cfg *out,
+                       const char *why[3]) {
+  site_env env = {.ctx = ctx, .arena = arena, .params = params, .no_values = why != NULL};
   env.expr = (ks_expr_env){site_lookup, &env};
   ks_buf site_text = KS_BUF_INIT, kernel_text = KS_BUF_INIT;
   int rc = 0;
@@ -340,8 +426,32 @@ int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
   }
   const char *what[3] = {"grid", "block", "smem"};
   const char *texts[3] = {site->grid, site->block, site->smem};
-  for (int i = 0; i < 3 && !rc; i++) {
+  /* With no spec, a dim3 local is read from its declaration before the
+   * site (`dim3 block(BX, BY); dim3 grid(ceil(NJ / (float)block.x), ...)`):
+   * the block first, whose members the grid may use. */
+  const char *body =
+      why && site->loc.offset < site_text.len ? enclosing_body(site_text.data, site_text.data + site->loc.offset) : NULL;
+  const char *evaluated[3] = {NULL, NULL, NULL};
+  static const int order[3] = {1, 0, 2};
+  int failed = 0;
+  for (int oi = 0; oi < 3 && !rc; oi++) {
+    int i = why ? order[oi] : oi;
     env.missing = env.why = NULL;
+    if (why)
+      why[i] = NULL;
+    const char *local = i < 2 && body && texts[i] ? bare_ident(arena, texts[i]) : NULL;
+    const char *init = local ? dim3_init(arena, site_text.data, body,
+                                         site_text.data + site->loc.offset, local)
+                             : NULL;
+    if (init) {
+      for (int j = 0; j < 2; j++)
+        if (evaluated[j])
+          init = dim3_members(arena, init, evaluated[j], j == 0 ? out->grid : out->block);
+      if (!ks_expr_eval_dim3(ctx, init, &env.expr, i == 0 ? out->grid : out->block)) {
+        evaluated[i] = local;
+        continue;
+      }
+    }
     if (!texts[i]) {
       if (i < 2)
         rc = ks_fail(ctx, "the launch site at %s gives no %s", where, what[i]);
@@ -372,8 +482,25 @@ int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
       reason = ks_arena_strdup(arena, ctx->error);
     rc = ks_fail(ctx, "the launch site's %s '%s' (%s) cannot be evaluated: %s", what[i],
                  ks_spec_quote(arena, texts[i]), where, reason);
+    if (why) {
+      why[i] = ks_arena_strdup(arena, ctx->error);
+      failed++;
+      rc = 0;
+    }
   }
   ks_buf_release(&site_text);
   ks_buf_release(&kernel_text);
-  return rc;
+  return why ? failed : rc;
+}
+
+int ks_spec_site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
+                        const ks_spec_env *params, ks_arena *arena, ks_launch_cfg *out) {
+  return site_launch(ctx, k, site, params, arena, out, NULL);
+}
+
+int ks_spec_site_launch_parts(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
+                              ks_arena *arena, ks_launch_cfg *out, const char *why[3]) {
+  ks_spec_env none;
+  ks_spec_env_init(&none, arena);
+  return site_launch(ctx, k, site, &none, arena, out, why);
 }

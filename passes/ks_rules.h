@@ -58,6 +58,14 @@ typedef struct ks_rule_input {
   /* The original launch at the timed size (the launch policy variables
    * grid_x.. evaluate to these). */
   const ks_launch_cfg *original_launch;
+  /* Without a spec or capture (rewrite from the launch sites alone,
+   * ks_target_open_sites): `timed` is a stand-in whose scalars and buffer
+   * lengths have no values, and unknown_launch[i] (NULL: known) says why
+   * part i (grid, block, smem) of original_launch has none either.
+   * ks_rule_eval fails on such a name with a line that says so; guards stay
+   * symbolic. */
+  bool no_sizes;
+  const char *unknown_launch[3];
   /* The device (sm_90 on H200): warp size 32, max threads per block, shared
    * memory per block, number of SMs, for choices that depend on it. */
   unsigned sm_count;

@@ -35,6 +35,13 @@ typedef struct ks_target {
   const char *capture_instance; /* the template arguments captured, or NULL */
   size_t ncaptured;             /* the last ncaptured workloads are captured */
   unsigned ncapture_files;      /* capture files added (ks_target_add_captures) */
+  /* Opened from the launch sites alone (ks_target_open_sites): the one
+   * workload is a stand-in with no sizes (buffers with types and roles but
+   * no lengths, scalars with no values) and the launch parts that evaluated;
+   * launch_unknown[i] says why part i (grid, block, smem) did not, NULL
+   * where it did. Such a target can be rewritten, never judged. */
+  bool sites_only;
+  const char *launch_unknown[3];
 } ks_target;
 
 /* `name`: a kernel name or signature (ks_scan_lookup). Fails with a message
@@ -62,6 +69,12 @@ int ks_target_open_captured(ks_ctx *ctx, const ks_scan_options *opts, const ks_s
 int ks_target_open_capture_instance(ks_ctx *ctx, const ks_scan_options *opts,
                                     const ks_scan *scan, const ks_kernel *k, ks_capture *cap,
                                     const char *instance, ks_arena *arena, ks_target *out);
+/* A kernel with neither spec nor capture, for `rewrite` alone: sliced (a
+ * template at the one instance its launch sites use), with the stand-in
+ * workload described at sites_only. Expects t->scan filled (the caller's
+ * scan, as ks_target_open leaves it); `k` is one of its kernels. */
+int ks_target_open_sites(ks_ctx *ctx, const ks_scan_options *opts, const ks_kernel *k,
+                         ks_arena *arena, ks_target *t);
 void ks_target_close(ks_target *t);
 
 /* ---- Captured launches (target_capture.c) ----

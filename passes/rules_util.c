@@ -4,6 +4,7 @@
 #include "ks_rules.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,9 @@ int ks_rules_prepare(ks_ctx *ctx, const ks_target *t, const ks_variant *parent, 
   if (!out->timed)
     return ks_fail(ctx, "%s: no size set to rewrite for", t->kernel->qualified_name);
   out->original_launch = &out->timed->launch;
+  out->no_sizes = t->sites_only;
+  for (int i = 0; i < 3; i++)
+    out->unknown_launch[i] = t->launch_unknown[i];
   out->sm_count = KS_RULES_DEFAULT_SM_COUNT;
   out->max_smem_per_block = KS_RULES_DEFAULT_MAX_SMEM;
   return 0;
@@ -294,6 +298,37 @@ static unsigned long long warg_len(const ks_workload *w, const ks_warg *a) {
   return n;
 }
 
+/* Rewrites the error of an evaluation that met a name with no value
+ * because there are no sizes: which name, and why it has none. */
+static void no_size(ks_ctx *ctx, const ks_rule_input *in, const char *expr) {
+  static const char tag[] = "unknown name '";
+  const char *p = strstr(ctx->error, tag), *q = p ? strchr(p + sizeof tag - 1, '\'') : NULL;
+  if (!q)
+    return;
+  char name[128];
+  snprintf(name, sizeof name, "%.*s", (int)(q - p - (sizeof tag - 1)), p + sizeof tag - 1);
+  static const char *const parts[3] = {"grid", "block", "smem"};
+  for (int i = 0; i < 3; i++)
+    if (in->unknown_launch[i] && !strncmp(name, parts[i], strlen(parts[i]))) {
+      char why[sizeof ctx->error];
+      snprintf(why, sizeof why, "%s", in->unknown_launch[i]);
+      if (strcmp(expr, name))
+        ks_fail(ctx, "'%s' needs %s, which is not known without a spec or capture (%s)", expr,
+                name, why);
+      else
+        ks_fail(ctx, "%s is not known without a spec or capture (%s)", name, why);
+      return;
+    }
+  if (strcmp(expr, name))
+    ks_fail(ctx, "'%s' needs the value of %s, which is not known without a spec or capture "
+                 "(--capture FILE gives the sizes)",
+            expr, name);
+  else
+    ks_fail(ctx, "the value of %s is not known without a spec or capture (--capture FILE gives "
+                 "the sizes)",
+            name);
+}
+
 int ks_rule_eval(ks_ctx *ctx, const ks_rule_input *in, const char *expr, long long *out) {
   const ks_kast *ast = in->ast;
   const ks_workload *w = in->timed;
@@ -305,13 +340,19 @@ int ks_rule_eval(ks_ctx *ctx, const ks_rule_input *in, const char *expr, long lo
   size_t n = 0;
   static const char *const dims[] = {"grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"};
   for (int d = 0; d < 3; d++) {
-    names[n] = dims[d];
-    values[n++] = (ks_value){.is_int = true, .i = l->grid[d]};
-    names[n] = dims[d + 3];
-    values[n++] = (ks_value){.is_int = true, .i = l->block[d]};
+    if (!in->unknown_launch[0]) {
+      names[n] = dims[d];
+      values[n++] = (ks_value){.is_int = true, .i = l->grid[d]};
+    }
+    if (!in->unknown_launch[1]) {
+      names[n] = dims[d + 3];
+      values[n++] = (ks_value){.is_int = true, .i = l->block[d]};
+    }
   }
-  names[n] = "smem";
-  values[n++] = (ks_value){.is_int = true, .i = (long long)l->smem};
+  if (!in->unknown_launch[2]) {
+    names[n] = "smem";
+    values[n++] = (ks_value){.is_int = true, .i = (long long)l->smem};
+  }
   for (size_t i = 0; i < ast->nparams && i < w->args.len; i++) {
     const ks_warg *a = &w->args.items[i];
     if (!ast->params[i]->name)
@@ -333,6 +374,8 @@ int ks_rule_eval(ks_ctx *ctx, const ks_rule_input *in, const char *expr, long lo
   ks_expr_env env = {ks_expr_table_lookup, &table};
   ks_value v;
   int rc = ks_expr_eval(ctx, expr, &env, &v);
+  if (rc && in->no_sizes)
+    no_size(ctx, in, expr);
   if (!rc) {
     if (v.is_int)
       *out = v.i;

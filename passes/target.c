@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "ks_ctext.h"
 #include "ks_specs.h"
 #include "ks_variant_file.h"
 
@@ -174,6 +175,106 @@ int ks_target_open_capture_instance(ks_ctx *ctx, const ks_scan_options *opts,
   t->kernel = k;
   if (open_from_capture(ctx, opts, k, cap, instance, arena, t))
     return -1;
+  fill_subject(t);
+  return 0;
+}
+
+/* ---- from the launch sites alone (rewrite with neither spec nor capture) */
+
+/* The stand-in workload's parameters: a buffer per pointer with its
+ * pointee's type and a role from its const (the rules read types and
+ * roles: fast_math's outputs, smem_histogram's bins), no length; scalars
+ * with no value. */
+static void stand_in_args(ks_arena *a, const ks_kernel *k, const char *targs, ks_workload *w) {
+  ks_strings vals = {0};
+  if (targs)
+    ks_ctext_split(a, targs, targs + strlen(targs), &vals);
+  const char **names = ks_arena_alloc(a, (k->tparams.len + 1) * sizeof *names);
+  const char **values = ks_arena_alloc(a, (k->tparams.len + 1) * sizeof *values);
+  size_t nt = 0;
+  for (size_t i = 0; i < k->tparams.len && i < vals.len; i++) {
+    names[nt] = k->tparams.items[i].name;
+    values[nt++] = vals.items[i];
+  }
+  for (size_t i = 0; i < k->params.len; i++) {
+    const ks_param *p = &k->params.items[i];
+    ks_warg *arg = ks_array_push(a, &w->args);
+    memset(arg, 0, sizeof *arg);
+    if (p->kind != KS_PARAM_POINTER) {
+      arg->kind = KS_ARG_BYTES; /* no value: ks_rule_eval leaves it unbound */
+      continue;
+    }
+    const char *c = p->pointee;
+    if (c && nt)
+      c = ks_ctext_substitute(a, c, names, values, nt);
+    ks_wbuffer *b = ks_array_push(a, &w->buffers);
+    memset(b, 0, sizeof *b);
+    b->name = p->name;
+    if (!c || !ks_dtype_from_param(c, p->canon_pointee, &b->dtype))
+      b->dtype = KS_DT_NONE;
+    bool is_const = p->pointee_const || (c && !strncmp(c, "const ", 6));
+    b->role = is_const ? KS_ROLE_IN : KS_ROLE_INOUT;
+    b->atol = b->rtol = -1;
+    if (b->dtype != KS_DT_NONE) /* the judge's defaults by type */
+      ks_dtype_tolerance(b->dtype, &b->atol, &b->rtol);
+    arg->kind = KS_ARG_BUFFER;
+    arg->buffer = w->buffers.len - 1;
+    arg->length_unknown = true;
+  }
+}
+
+int ks_target_open_sites(ks_ctx *ctx, const ks_scan_options *opts, const ks_kernel *k,
+                         ks_arena *arena, ks_target *t) {
+  t->kernel = k;
+  memset(&t->spec, 0, sizeof t->spec);
+  t->spec.kernel = k->qualified_name;
+  t->spec.file = k->loc.file;
+  t->spec.line = k->loc.line;
+  t->spec.atol = t->spec.rtol = -1;
+  t->spec.seeds = 1;
+  const char *instance = NULL;
+  if (k->is_template && !(instance = ks_spec_instance(ctx, &t->spec, k, arena)))
+    return -1;
+  t->spec.instance = instance;
+  if (slice(ctx, opts, k, instance, arena, t))
+    return -1;
+
+  ks_workload *w = ks_arena_alloc(arena, sizeof *w);
+  memset(w, 0, sizeof *w);
+  w->size_name = "launch site";
+  w->timed = true;
+  stand_in_args(arena, k, instance, w);
+  /* The launch: the site where most of grid, block and smem evaluate (the
+   * first of those), each part that does not said why. */
+  int best = 4;
+  for (size_t s = 0; s < k->launches.len && best; s++) {
+    const ks_launch *site = &t->scan.launches.items[k->launches.items[s]];
+    ks_launch_cfg cfg;
+    const char *why[3];
+    memset(&cfg, 0, sizeof cfg);
+    int failed = ks_spec_site_launch_parts(ctx, k, site, arena, &cfg, why);
+    if (failed >= best)
+      continue;
+    best = failed;
+    t->site = site;
+    w->launch = cfg;
+    for (int i = 0; i < 3; i++)
+      t->launch_unknown[i] = why[i];
+  }
+  if (best == 4)
+    for (int i = 0; i < 3; i++)
+      t->launch_unknown[i] = "the kernel has no launch site under the paths scanned";
+  for (int d = 0; d < 3; d++) {
+    if (t->launch_unknown[0])
+      w->launch.grid[d] = 1;
+    if (t->launch_unknown[1])
+      w->launch.block[d] = 1;
+  }
+  if (t->launch_unknown[2])
+    w->launch.smem = 0;
+  t->workloads = w;
+  t->nworkloads = 1;
+  t->sites_only = true;
   fill_subject(t);
   return 0;
 }

@@ -300,6 +300,11 @@ static int as_int_arg(ks_expr_parser *ps, const char *at, const char *fn, ks_val
 static int call_builtin(ks_expr_parser *ps, const char *at, const char *fn, const ks_value *args,
                         size_t n, ks_value *out) {
   char msg[224];
+  if (!strcmp(fn, "ceil") || !strcmp(fn, "floor")) { /* C's, in double */
+    double v = ks_value_as_double(args[0]);
+    *out = ks_expr_float(fn[0] == 'c' ? ceil(v) : floor(v));
+    return 0;
+  }
   if (!strcmp(fn, "min") || !strcmp(fn, "max")) {
     bool is_max = fn[1] == 'a', all_int = true;
     for (size_t i = 0; i < n; i++)
@@ -364,7 +369,8 @@ static int parse_call(ks_expr_parser *ps, const char *name, const char *at, bool
     const char *name;
     unsigned min, max;
   } fns[] = {{"min", 2, 16},     {"max", 2, 16}, {"abs", 1, 1},    {"ceil_div", 2, 2},
-             {"round_up", 2, 2}, {"log2", 1, 1}, {"is_pow2", 1, 1}};
+             {"round_up", 2, 2}, {"log2", 1, 1}, {"is_pow2", 1, 1}, {"ceil", 1, 1},
+             {"floor", 1, 1}};
   size_t f = 0;
   while (f < sizeof fns / sizeof *fns && strcmp(fns[f].name, name))
     f++;

@@ -8,7 +8,7 @@
  * &; ^; |; &&; ||; ?:; parentheses; sizeof(T) for the C arithmetic types and
  * the CUDA vector types (float4, int2, ...), __half and __nv_bfloat16; casts
  * (int), (float), (size_t) ...; the functions min, max, abs, ceil_div,
- * round_up, log2 (integer), is_pow2. Integer arithmetic is 64-bit and checked:
+ * round_up, log2 (integer), is_pow2, ceil and floor (C's, in double). Integer arithmetic is 64-bit and checked:
  * division by zero and overflow are errors, not undefined behaviour. An
  * operation with a floating operand is done in double.
  *

@@ -5,13 +5,23 @@
 # --each-rule) is diffed with testdata/rules/expected/KERNEL.RULE.cu.txt; for
 # a rule that does not apply, that file holds the one-line reason.
 #
+# With SET "legacy", the kernels of testdata/legacy instead (older styles, no
+# specs: the rules see their launch sites alone), diffed with
+# testdata/rules/expected-legacy, and every variant made is compiled with
+# NVRTC (rewrite --compile).
+#
 #   KS_UPDATE_GOLDEN=1   rewrite the expected files instead of failing
 #   KS_GOLDEN_RULES=a,b  only these rules (to regenerate one rule's files)
 #
-# usage: golden_rules.sh KERNELSMITH_CC TESTDATA
+# usage: golden_rules.sh KERNELSMITH_CC TESTDATA [apps|legacy]
 set -u
-bin=$(realpath "$1") data=$(realpath "$2")
-expected_dir=$data/rules/expected
+bin=$(realpath "$1") data=$(realpath "$2") set=${3:-apps}
+case "$set" in
+  apps) expected_dir=$data/rules/expected compile= ;;
+  legacy) expected_dir=$data/rules/expected-legacy compile=--compile ;;
+  *) echo "golden_rules: no set '$set' (apps or legacy)"; exit 2 ;;
+esac
+src=$data/$set
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -25,18 +35,18 @@ if [ -n "${KS_GOLDEN_RULES:-}" ]; then
 fi
 
 # Kernels and the app directory each is in, from the scan's long form.
-kernels=$(cd "$data/apps" && "$bin" --color=never -q scan --long --no-compdb . 2>/dev/null |
+kernels=$(cd "$src" && "$bin" --color=never -q scan --long --no-compdb . 2>/dev/null |
   awk '/^kernel / { name = $2; sub(/\(.*/, "", name) }
        /^  at / { dir = $2; sub(/\/.*/, "", dir); print name, dir }')
-[ -n "$kernels" ] || { echo "golden_rules: no kernels found under $data/apps"; exit 1; }
+[ -n "$kernels" ] || { echo "golden_rules: no kernels found under $src"; exit 1; }
 
 # One job per kernel, a few at a time: `rewrite --each-rule` applies every
 # rule alone after one scan and one slice (the same text `rewrite --rule`
 # prints, or its one-line reason).
 jobs=$(nproc 2>/dev/null || echo 2)
 run_kernel() { # kernel dir
-  (cd "$data/apps" && "$bin" --color=never -q rewrite --no-compdb "$1" --each-rule "$work" "$2") \
-    >"$work/$1.stdout" 2>"$work/$1.stderr" || cat "$work/$1.stderr"
+  (cd "$src" && "$bin" --color=never -q rewrite --no-compdb $compile "$1" --each-rule "$work" "$2") \
+    >"$work/$1.stdout" 2>"$work/$1.stderr" || { cat "$work/$1.stderr"; echo "$1" >>"$work/failed"; }
   for rule in $rules; do
     [ -f "$work/$1.$rule.cu.txt" ] && mv "$work/$1.$rule.cu.txt" "$work/$1.$rule.actual"
   done
@@ -64,5 +74,9 @@ while read -r kernel dir; do
     fi
   done
 done <<<"$kernels"
+if [ -f "$work/failed" ]; then # rewrite itself failed (or a variant did not compile)
+  echo "FAIL: rewrite --each-rule failed on: $(tr '\n' ' ' <"$work/failed")"
+  fail=$((fail + 1))
+fi
 echo "golden_rules: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

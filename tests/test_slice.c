@@ -289,6 +289,26 @@ static void libc_constants_are_defined(void **state) {
   assert_non_null(strstr(g->slice.source, "#define M_PI 3.14159265358979323846"));
 }
 
+/* What host code gives device code: a libc typedef is written out, a
+ * __constant__ variable template copied with its template header, and
+ * std::numeric_limits is libcu++'s (every kernel here also compiles,
+ * above). */
+static void host_idioms_are_carried(void **state) {
+  (void)state;
+  const char *src = ok("taps_row(float *, const float *, uint)")->slice.source;
+  assert_non_null(strstr(src, "typedef unsigned int uint;"));
+  assert_non_null(strstr(src, "template <class V>\n__constant__ V taps_of[TAPS];"));
+  src = ok("block_min(float *, const float *, int)")->slice.source;
+  assert_non_null(strstr(src, "#include <cuda/std/limits>"));
+  assert_non_null(strstr(src, "using ::cuda::std::numeric_limits;"));
+  /* Deduced through a template host function: no empty instance in the
+   * scan, the instance the host function's instantiation makes in the
+   * slice. */
+  const sliced *f = ok("fill_as(E *, int)");
+  assert_int_equal(f->kernel->instantiations.len, 0);
+  assert_true(has(&f->slice.name_expressions, "fill_as<float>"));
+}
+
 static void dynamic_parallelism_needs_rdc(void **state) {
   const sliced *p = ok("parent(int *, int)");
   assert_true(has(&p->slice.options, "-rdc=true"));
@@ -419,6 +439,7 @@ int main(void) {
       cmocka_unit_test(libc_constants_are_defined),
       cmocka_unit_test(dynamic_parallelism_needs_rdc),
       cmocka_unit_test(codegen_options_from_the_compile_command),
+      cmocka_unit_test(host_idioms_are_carried),
       cmocka_unit_test(what_a_slice_carries),
       cmocka_unit_test(lookup_by_name_and_signature),
       cmocka_unit_test(instances_given_by_hand),
