@@ -214,16 +214,29 @@ typedef struct op_search {
   bool call;
 } op_search;
 
+/* An operand read: p[i], *(p + i), or __ldg(&p[i]) / __ldg(p + i) (the
+ * restrict rule's read-only loads): the parameter and the index. */
+static const ks_anode *read_access(const ks_anode *n, const ks_anode **ref, const ks_anode **idx) {
+  if (n->kind == KS_AK_SUBSCRIPT || (n->kind == KS_AK_UNARY && n->op && !strcmp(n->op, "*")))
+    return ks_smem_param_access(n, ref, idx);
+  if (n->kind == KS_AK_CALL && n->name && !strcmp(n->name, "__ldg") && n->nkids >= 1) {
+    const ks_anode *a = ks_anode_strip(n->kids[n->nkids - 1], false);
+    if (a && a->kind == KS_AK_UNARY && a->op && !strcmp(a->op, "&") && a->nkids == 1)
+      return ks_smem_param_access(a->kids[0], ref, idx);
+    return a ? ks_smem_param_access(a, ref, idx) : NULL;
+  }
+  return NULL;
+}
+
 static bool find_reads(ks_anode *n, void *arg) {
   op_search *o = arg;
-  if (n->kind == KS_AK_CALL)
-    o->call = true;
   const ks_anode *ref, *idx;
-  if ((n->kind == KS_AK_SUBSCRIPT || (n->kind == KS_AK_UNARY && n->op && !strcmp(n->op, "*"))) &&
-      ks_smem_param_access(n, &ref, &idx)) {
+  if (read_access(n, &ref, &idx)) {
     *ks_array_push(o->arena, &o->reads) = n;
     return false;
   }
+  if (n->kind == KS_AK_CALL)
+    o->call = true;
   return true;
 }
 
@@ -315,7 +328,7 @@ static const char *read_loop(const ks_smem_rewrite *w, const ks_smem_facts *f, m
     return "does not read exactly two operands in its loop body";
   for (size_t n = 0; n < 2; n++) {
     const ks_anode *r = o.reads.items[n], *ref, *idx;
-    const ks_anode *param = ks_smem_param_access(r, &ref, &idx);
+    const ks_anode *param = read_access(r, &ref, &idx);
     if (r->from_macro)
       return "reads an operand through a macro";
     bool ry = mentions(idx, p->y), rx = mentions(idx, p->x);
