@@ -30,5 +30,7 @@ extern const ks_rule ks_rule_smem_histogram;
 extern const ks_rule ks_rule_smem_transpose;
 /* rules_vectorize_2d.c (with rules_vec2d_index.c, rules_vec2d.h) */
 extern const ks_rule ks_rule_vectorize_2d;
+/* rules_tile_mm.c (with the shared-memory helpers of rules_smem_int.h) */
+extern const ks_rule ks_rule_tile_matmul;
 
 #endif
