@@ -12,6 +12,7 @@
 #include "ks_source_args.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
+#include "rewrite_compile.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc rewrite KERNEL [--rule NAME[=PARAM]]... [--from FILE] [options] [PATH...]\n"
@@ -36,6 +37,11 @@ static const char usage[] =
     "      --each-rule DIR  apply every rule alone (its first choice that applies)\n"
     "                       and write DIR/KERNEL.RULE.cu.txt for each: the variant,\n"
     "                       or the line saying why the rule does not apply\n"
+    "      --check-compile  with --each-rule: also compile each variant and the\n"
+    "                       kernel as it is with NVRTC for sm_90, as the judge\n"
+    "                       does (no GPU needed), and write\n"
+    "                       DIR/KERNEL.RULE.compile.txt: \"ok\", \"failed: ERROR\"\n"
+    "                       or \"refused: WHY\" (RULE \"original\": the kernel)\n"
     "      --list           list the rules: name, choices, whether it is a tuning\n"
     "                       rule (launch configuration or unroll only), summary\n"
     KS_SOURCE_HELP
@@ -183,11 +189,12 @@ static int each_rule(ks_ctx *ctx, const ks_target *t, const ks_variant *start, b
 }
 
 static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
-  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST, OPT_EACH };
+  enum { OPT_RULE = 256, OPT_FROM, OPT_LIST, OPT_EACH, OPT_CHECK_COMPILE };
   static const struct option opts[] = {
       KS_SOURCE_LONG,
       {"rule", required_argument, NULL, OPT_RULE}, {"from", required_argument, NULL, OPT_FROM},
       {"list", no_argument, NULL, OPT_LIST}, {"each-rule", required_argument, NULL, OPT_EACH},
+      {"check-compile", no_argument, NULL, OPT_CHECK_COMPILE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   ks_source_args src;
@@ -196,7 +203,7 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
   ks_target target = {0};
   KS_ARRAY(rule_step) steps = {0};
   const char *from = NULL, *each_dir = NULL;
-  bool list = false;
+  bool list = false, check_compile = false;
   int rc = KS_EXIT_OK, c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":" KS_SOURCE_SHORT "h", opts, NULL)) != -1) {
@@ -216,6 +223,9 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
     case OPT_EACH:
       each_dir = optarg;
       break;
+    case OPT_CHECK_COMPILE:
+      check_compile = true;
+      break;
     case 'h':
       rc = ks_print_help(&ks_cmd_rewrite);
       goto out;
@@ -229,6 +239,10 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
   }
   if (list) {
     rc = list_rules();
+    goto out;
+  }
+  if (check_compile && !each_dir) {
+    rc = ks_usage_error(ctx, &ks_cmd_rewrite, "--check-compile goes with --each-rule DIR");
     goto out;
   }
   if (optind >= argc) {
@@ -247,6 +261,9 @@ static int run_rewrite(ks_ctx *ctx, int argc, char **argv) {
     goto fail;
   if (each_dir) {
     rc = each_rule(ctx, &target, &cur, is_template, name, each_dir, &arena);
+    if (rc == KS_EXIT_OK && check_compile &&
+        ks_rewrite_check_compile(ctx, &target, is_template, name, each_dir, &arena))
+      goto fail;
     goto out;
   }
   ks_buf techniques = KS_BUF_INIT;
