@@ -86,7 +86,10 @@ check "normalized reasons" python3 -c "
 import sys; sys.path.insert(0, '$src/bench/rules-coverage'); import coverage as c
 a = c.normalize(\"'out' of foo_k at /a/b/x.cu:12 needs 4 lanes in out_len, a 1-D kernel\", {'foo_k'}, {'out', 'out_len', 'a'})
 b = c.normalize(\"'in' of bar_k at /c/y.cu:7 needs 8 lanes in n_rows, a 1-D kernel\", {'bar_k'}, {'in', 'n_rows'})
-assert a == b == \"'X' of KERNEL at PATH needs N lanes in ID, a 1-D kernel\", (a, b)
+assert a == b == \"'X' of KERNEL at PATH:N needs N lanes in ID, a 1-D kernel\", (a, b)
+assert c.normalize(\"the kernel's 'k' and the blocks' sums\", set()) == \"the kernel's 'X' and the blocks' sums\"
+r = c.refusal(c.normalize(\"/p/q.cu:20: kernel 'k2' has no spec: add a 'kernelsmith:' comment\", {'k2'}))
+assert r == \"kernel 'X' has no spec\", r
 assert c.family('polybench', 'linear-algebra/kernels/2mm/2mm.cu', 'mm2_kernel1') == 'matmul'
 assert c.family('polybench', 'stencils/fdtd-2d/fdtd2d.cu', 'fdtd_step1_kernel') == 'stencil'
 assert c.family('apps', 'gemv/gemv.cu', 'gemv_kernel') == 'matrix-vector'

@@ -133,12 +133,21 @@ def normalize(reason, kernel_names, params=()):
     for n in sorted((n for n in params if n and n not in kernel_names
                      and (len(n) > 5 or re.search(r"[_\d]", n))), key=len, reverse=True):
         s = re.sub(r"(?<![\w:'.])" + re.escape(n) + r"(?![\w'])", "ID", s)
-    s = re.sub(r"(?<![\w.])/\S*[\w/]", "PATH", s)
-    s = re.sub(r"'[^']*'", "'X'", s)
+    s = re.sub(r"(?<![\w.])/[^\s:]*[\w/]", "PATH", s)
+    # A quote opens after a non-letter and closes before one: the
+    # apostrophes of "kernel's" and "blocks'" are not quotes.
+    s = re.sub(r"(?<!\w)'[^']*'(?!\w)", "'X'", s)
     s = re.sub(r"\"[^\"]*\"", "\"X\"", s)
     s = re.sub(r"(?<![\w.])[-+]?\d+(\.\d+)?([eE][-+]?\d+)?(?![\w.]|-D)", "N", s)
     s = re.sub(r"(\S+\.(cu|cuh|h|hpp|cpp|c|kspec)):N(:N)?", "FILE:N", s)
     return s
+
+
+def refusal(reason):
+    """Why a kernel was not tried, grouped: without its location and the
+    advice after the first ': ' ("kernel 'X' has no spec")."""
+    s = re.sub(r"^(FILE|PATH)(:N)*: ", "", reason)
+    return s.split(": ")[0]
 
 
 def kernel_path(root, k):
@@ -182,11 +191,12 @@ def kernel_result(rules, k, sel, codebase, rc, err, files, seconds):
     names = {name, k["name"], name.split("::")[-1]}
     params = {p["name"] for p in k.get("params", [])}
     res = {"codebase": codebase, "kernel": name, "file": k["file"], "line": k.get("line"),
-           "family": family(codebase, k["file"], name), "seconds": round(seconds, 2)}
+           "family": family(codebase, k["file"], name), "params": sorted(params),
+           "seconds": round(seconds, 2)}
     tried = any(f.endswith(".cu.txt") for f in files)
     if not tried:
         raw = error_line(err)
-        res.update(status="not tried", reason=normalize(raw, names, params), raw_reason=raw)
+        res.update(status="not tried", reason=refusal(normalize(raw, names, params)), raw_reason=raw)
         return res
     res["status"] = "tried"
     if rc not in (0, 1):
@@ -284,6 +294,45 @@ def tables(doc):
     return "\n".join(L)
 
 
+def finish(doc, kernels, rules):
+    doc["not_tried"] = [{"reason": r, "kernels": n} for r, n in collections.Counter(
+        k["reason"] for k in kernels if k["status"] != "tried").most_common()]
+    doc["by_rule"] = summarize(rules, kernels)
+    doc["by_codebase"] = group(kernels, "codebase", rules)
+    doc["by_family"] = group(kernels, "family", rules)
+    doc["kernels"] = kernels
+
+
+def write(doc, results):
+    text = tables(doc)
+    print(text)
+    os.makedirs(results, exist_ok=True)
+    base = os.path.join(results, f"rules-coverage-{doc['label']}-{doc['date']}")
+    with open(base + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(base + ".md", "w") as f:
+        f.write(f"# Rules coverage, {doc['label']}, {doc['date']}\n\n`bench/rules-coverage/run.sh`"
+                f" (code bases: {', '.join(doc['codebases'])}); every rule alone on every kernel, each"
+                f" variant compiled with NVRTC for sm_90.\n\n{text}\n")
+    print(f"wrote {base}.json")
+
+
+def report_again(path):
+    doc = json.load(open(path))
+    kernels, rules = doc["kernels"], doc["rules"]
+    for k in kernels:
+        names = {k["kernel"], k["kernel"].split("::")[-1]}
+        params = set(k.get("params", []))
+        if k["status"] != "tried":
+            k["reason"] = refusal(normalize(k["raw_reason"], names, params))
+            continue
+        for v in k["rules"].values():
+            if not v["applied"]:
+                v["reason"] = normalize(v["raw_reason"], names, params)
+    finish(doc, kernels, rules)
+    write(doc, os.path.dirname(os.path.abspath(path)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ext", default=os.environ.get("KS_COVERAGE_EXT", os.path.join(ROOT, ".ext")))
@@ -295,7 +344,11 @@ def main():
     ap.add_argument("--only-kernels", default="", help="only these kernel names (for tests)")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("KS_COVERAGE_JOBS", "1")))
     ap.add_argument("--timeout", type=int, default=300, help="seconds per kernel")
+    ap.add_argument("--from-json", default="", help="no rewrites: tables of an earlier results file,"
+                    " its reasons normalized again from the raw ones (after a change to normalize())")
     args = ap.parse_args()
+    if args.from_json:
+        return report_again(args.from_json)
     ks = os.environ.get("KS_BIN", os.path.join(ROOT, "build/cli/kernelsmith-cc"))
     if not os.access(ks, os.X_OK):
         sys.exit(f"no binary at {ks} (build it, or set KS_BIN)")
@@ -336,29 +389,14 @@ def main():
                 print(f"  {k['qualified_name']}: " + (f"not tried: {r['raw_reason']}" if r["status"] != "tried"
                       else f"{len(hits)} rules applied"), file=sys.stderr)
     log.close()
-    not_tried = collections.Counter(k["reason"] for k in kernels if k["status"] != "tried")
     date = datetime.date.today().isoformat()
     label = args.label or f"cpu{os.cpu_count()}"
     doc = {"schema": SCHEMA, "version": 1, "date": date, "label": label,
            "command": "bench/rules-coverage/run.sh", "binary": os.path.relpath(ks, ROOT) if ks.startswith(ROOT) else ks,
            "compile": "NVRTC, sm_90 (rewrite --check-compile)",
-           "seconds": round(time.time() - t0, 1), "rules": rules, "codebases": scanned, "absent": absent,
-           "not_tried": [{"reason": r, "kernels": n} for r, n in not_tried.most_common()],
-           "by_rule": summarize(rules, kernels),
-           "by_codebase": group(kernels, "codebase", rules),
-           "by_family": group(kernels, "family", rules),
-           "kernels": kernels}
-    text = tables(doc)
-    print(text)
-    os.makedirs(args.results, exist_ok=True)
-    base = os.path.join(args.results, f"rules-coverage-{label}-{date}")
-    with open(base + ".json", "w") as f:
-        json.dump(doc, f, indent=1)
-    with open(base + ".md", "w") as f:
-        f.write(f"# Rules coverage, {label}, {date}\n\n`bench/rules-coverage/run.sh`"
-                f" (code bases: {', '.join(scanned)}); every rule alone on every kernel, each"
-                f" variant compiled with NVRTC for sm_90.\n\n{text}\n")
-    print(f"wrote {base}.json")
+           "seconds": round(time.time() - t0, 1), "rules": rules, "codebases": scanned, "absent": absent}
+    finish(doc, kernels, rules)
+    write(doc, args.results)
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
 
