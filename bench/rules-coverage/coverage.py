@@ -157,11 +157,35 @@ def kernel_path(root, k):
     return f if f.endswith(".cu") else os.path.dirname(f)
 
 
-def rewrite_one(ks, root, flags, k, sel, work, timeout):
+def compile_mode(ks):
+    """How this binary's rewrite compiles the variants it writes:
+    "files" (--check-compile: one DIR/KERNEL.RULE.compile.txt each, the
+    original's too), "stderr" (--compile: a line on stderr for each that
+    does not compile), or None (it cannot: the compile column stays empty)."""
+    h = subprocess.run([ks, "rewrite", "--help"], capture_output=True, text=True).stdout
+    if "--check-compile" in h:
+        return "files"
+    if re.search(r"^\s+--compile\b", h, re.M):
+        return "stderr"
+    return None
+
+
+COMPILE_ARGS = {"files": ["--check-compile"], "stderr": ["--compile"], None: []}
+NOT_COMPILED = re.compile(r"^rewrite: (.*)'s (\S+) variant does not compile: (.*)$")
+
+
+def original_compiles(ks, root, flags, k, sel):
+    """The kernel as it is, compiled by rewrite --compile with no rule."""
+    r = subprocess.run([ks, "-q", "rewrite", sel, "--compile", "--no-compdb", *flags,
+                        kernel_path(root, k)], capture_output=True, text=True)
+    return "ok" if r.returncode == 0 else "failed: " + error_line(r.stderr).split(" does not compile: ")[-1]
+
+
+def rewrite_one(ks, root, flags, k, sel, work, timeout, mode):
     d = tempfile.mkdtemp(prefix="k", dir=work)
     t0 = time.time()
     try:
-        r = subprocess.run([ks, "-q", "rewrite", sel, "--each-rule", d, "--check-compile", "--no-compdb",
+        r = subprocess.run([ks, "-q", "rewrite", sel, "--each-rule", d, *COMPILE_ARGS[mode], "--no-compdb",
                             *flags, kernel_path(root, k)], capture_output=True, text=True,
                            timeout=timeout)
         rc, err = r.returncode, r.stderr
@@ -186,7 +210,7 @@ def error_line(err):
     return lines[-1]
 
 
-def kernel_result(rules, k, sel, codebase, rc, err, files, seconds):
+def kernel_result(rules, k, sel, codebase, rc, err, files, seconds, mode, original=None):
     name = k["qualified_name"]
     names = {name, k["name"], name.split("::")[-1]}
     params = {p["name"] for p in k.get("params", [])}
@@ -199,11 +223,19 @@ def kernel_result(rules, k, sel, codebase, rc, err, files, seconds):
         res.update(status="not tried", reason=refusal(normalize(raw, names, params)), raw_reason=raw)
         return res
     res["status"] = "tried"
-    if rc not in (0, 1):
+    failures = {}
+    for line in err.splitlines():
+        m = NOT_COMPILED.match(line)
+        if m:
+            failures[m.group(2)] = "failed: " + m.group(3)
+    if rc not in (0, 1) or (rc == 1 and mode == "stderr" and not failures):
         res["error"] = error_line(err)
     pre = sel
     orig = files.get(f"{pre}.original.compile.txt")
     res["original_compile"] = orig.strip() if orig else None
+    if mode == "stderr" and original:
+        res["original_compile"] = original(bool(failures) or not any(
+            not t.startswith("rewrite: ") for n, t in files.items() if n.endswith(".cu.txt")))
     per = {}
     for rule in rules:
         text = files.get(f"{pre}.{rule}.cu.txt")
@@ -216,6 +248,8 @@ def kernel_result(rules, k, sel, codebase, rc, err, files, seconds):
             continue
         m = re.search(r"kernelsmith-cc techniques:\s*(.*)", text)
         c = files.get(f"{pre}.{rule}.compile.txt")
+        if mode == "stderr":
+            c = failures.get(rule, "ok")
         per[rule] = {"applied": True, "technique": m.group(1).strip() if m else "",
                      "compile": c.strip() if c else None}
     res["rules"] = per
@@ -356,6 +390,7 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="ks-coverage-")
     os.makedirs(work, exist_ok=True)
     rules = list_rules(ks)
+    mode = compile_mode(ks)
     only = set(x for x in args.only_kernels.split(",") if x)
     t0 = time.time()
     kernels, absent, scanned = [], [], {}
@@ -380,10 +415,15 @@ def main():
             jobs.append((k, sel))
         print(f"{name}: {len(jobs)} kernels", file=sys.stderr)
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-            futs = [ex.submit(rewrite_one, ks, root, flags, k, sel, work, args.timeout) for k, sel in jobs]
+            futs = [ex.submit(rewrite_one, ks, root, flags, k, sel, work, args.timeout, mode)
+                    for k, sel in jobs]
             for (k, sel), fu in zip(jobs, futs):
                 rc, err, files, secs = fu.result()
-                r = kernel_result(rules, k, sel, name, rc, err, files, secs)
+                # --compile does not compile the original: a variant that
+                # compiled says its slice does; else ask once more.
+                def original(need, k=k, sel=sel, root=root, flags=flags):
+                    return original_compiles(ks, root, flags, k, sel) if need else "ok"
+                r = kernel_result(rules, k, sel, name, rc, err, files, secs, mode, original)
                 kernels.append(r)
                 hits = [x for x in rules if r.get("rules", {}).get(x, {}).get("applied")]
                 print(f"  {k['qualified_name']}: " + (f"not tried: {r['raw_reason']}" if r["status"] != "tried"
@@ -393,7 +433,8 @@ def main():
     label = args.label or f"cpu{os.cpu_count()}"
     doc = {"schema": SCHEMA, "version": 1, "date": date, "label": label,
            "command": "bench/rules-coverage/run.sh", "binary": os.path.relpath(ks, ROOT) if ks.startswith(ROOT) else ks,
-           "compile": "NVRTC, sm_90 (rewrite --check-compile)",
+           "compile": {"files": "NVRTC, sm_90 (rewrite --each-rule --check-compile)",
+                       "stderr": "NVRTC, sm_90 (rewrite --each-rule --compile)"}.get(mode, "not compiled"),
            "seconds": round(time.time() - t0, 1), "rules": rules, "codebases": scanned, "absent": absent}
     finish(doc, kernels, rules)
     write(doc, args.results)
