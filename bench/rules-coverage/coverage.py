@@ -134,6 +134,8 @@ def normalize(reason, kernel_names, params=()):
                      and (len(n) > 5 or re.search(r"[_\d]", n))), key=len, reverse=True):
         s = re.sub(r"(?<![\w:'.])" + re.escape(n) + r"(?![\w'])", "ID", s)
     s = re.sub(r"(?<![\w.])/[^\s:]*[\w/]", "PATH", s)
+    # The host function a launch site sits in.
+    s = re.sub(r"(?<=variable of )[A-Za-z_]\w*", "FUNC", s)
     # A quote opens after a non-letter and closes before one: the
     # apostrophes of "kernel's" and "blocks'" are not quotes.
     s = re.sub(r"(?<!\w)'[^']*'(?!\w)", "'X'", s)
@@ -243,7 +245,10 @@ def kernel_result(rules, k, sel, codebase, rc, err, files, seconds, mode, origin
             per[rule] = {"applied": False, "reason": "(no result)", "raw_reason": "(no result)"}
             continue
         if text.startswith("rewrite: "):
-            raw = re.sub(r"^rewrite: \S+ does not apply to [^:]*: ", "", text.strip().splitlines()[0])
+            first = text.strip().splitlines()[0]
+            head = f"rewrite: {rule} does not apply to {name}: "
+            raw = first[len(head):] if first.startswith(head) else re.sub(
+                r"^rewrite: \S+ does not apply to .*?: ", "", first)
             per[rule] = {"applied": False, "reason": normalize(raw, names, params), "raw_reason": raw}
             continue
         m = re.search(r"kernelsmith-cc techniques:\s*(.*)", text)
@@ -362,6 +367,8 @@ def report_again(path):
             continue
         for v in k["rules"].values():
             if not v["applied"]:
+                # Results written before the prefix of a qualified name was cut.
+                v["raw_reason"] = re.sub(r"^rewrite: \S+ does not apply to .*?: ", "", v["raw_reason"])
                 v["reason"] = normalize(v["raw_reason"], names, params)
     finish(doc, kernels, rules)
     write(doc, os.path.dirname(os.path.abspath(path)))
