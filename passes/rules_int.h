@@ -30,5 +30,9 @@ extern const ks_rule ks_rule_smem_histogram;
 extern const ks_rule ks_rule_smem_transpose;
 /* rules_vectorize_2d.c (with rules_vec2d_index.c, rules_vec2d.h) */
 extern const ks_rule ks_rule_vectorize_2d;
+/* rules_scalar.c, rules_hoist.c (the loop reading they share:
+ * rules_invariant.c) */
+extern const ks_rule ks_rule_scalar_replace;
+extern const ks_rule ks_rule_hoist_invariant;
 
 #endif
