@@ -46,11 +46,23 @@ typedef struct hoist_walk {
   ks_arena *arena;
   const ks_rule_input *in;
   const ks_anode *loop;
+  const ks_anode *why; /* the first operand that made an expression vary */
+  bool saw_math;       /* a pure math call in the loop */
+  const char *reason;  /* why the first math call seen stays in the loop */
 } hoist_walk;
 
 /* Is `n` an expression the loop does not change and that may be evaluated
  * before it? *calls counts the pure calls, *names the names in it. */
+static bool invariant_rec(hoist_walk *w, const ks_anode *n, unsigned *calls, unsigned *names);
+
 static bool invariant(hoist_walk *w, const ks_anode *n, unsigned *calls, unsigned *names) {
+  bool ok = invariant_rec(w, n, calls, names);
+  if (!ok && !w->why)
+    w->why = n;
+  return ok;
+}
+
+static bool invariant_rec(hoist_walk *w, const ks_anode *n, unsigned *calls, unsigned *names) {
   if (!n)
     return false;
   switch (n->kind) {
@@ -133,8 +145,29 @@ static void find_exprs(hoist_walk *w, const ks_anode *n, found_exprs *out) {
   if (n->kind == KS_AK_CALL || n->kind == KS_AK_BINARY || n->kind == KS_AK_UNARY ||
       n->kind == KS_AK_PAREN || n->kind == KS_AK_CAST) {
     unsigned calls = 0, names = 0;
-    if (!n->from_macro && invariant(w, n, &calls, &names) && calls && names &&
-        n->kind != KS_AK_PAREN) {
+    w->why = NULL;
+    bool inv = !n->from_macro && invariant(w, n, &calls, &names);
+    bool math = n->kind == KS_AK_CALL && pure_math(ks_rt_callee(w->arena, n));
+    if (math && !w->saw_math) {
+      w->saw_math = true;
+      const char *call = ks_rt_text_of(w->arena, w->in, n);
+      const ks_anode *why = w->why ? ks_rt_strip(w->why, false) : NULL;
+      if (n->from_macro)
+        w->reason = ks_arena_printf(w->arena, "%s comes from a macro", call);
+      else if (inv && !names)
+        w->reason = ks_arena_printf(w->arena, "%s has only literals (the compiler folds it)", call);
+      else if (why && why->kind == KS_AK_DECL_REF && why->decl && !why->decl->is_pointer)
+        w->reason = ks_arena_printf(w->arena, "%s uses '%s', which the loop changes", call,
+                                    why->name);
+      else if (why)
+        w->reason = ks_arena_printf(w->arena, "%s depends on %s, %s", call,
+                                    ks_rt_text_of(w->arena, w->in, why),
+                                    why->kind == KS_AK_SUBSCRIPT || why->kind == KS_AK_UNARY ||
+                                            why->kind == KS_AK_DECL_REF
+                                        ? "a read of memory (not hoisted)"
+                                        : "which is not known to be pure");
+    }
+    if (inv && calls && names && n->kind != KS_AK_PAREN) {
       found_expr *f = ks_array_push(w->arena, out);
       f->node = n;
       f->text = ks_inv_squeezed(w->arena, w->in, n);
@@ -152,6 +185,7 @@ typedef struct loop_walk {
   ks_edits *edits;
   const char *names_text;
   size_t loops, done;
+  bool saw_math;
   const char *reason;
 } loop_walk;
 
@@ -165,6 +199,9 @@ static bool visit_loop(ks_anode *n, void *arg) {
   ks_rt_nodes parts = ks_inv_loop_parts(lw->arena, n);
   for (size_t k = 0; k < parts.len; k++)
     find_exprs(&w, parts.items[k], &found);
+  if (!lw->reason && w.reason)
+    lw->reason = w.reason;
+  lw->saw_math |= w.saw_math;
   if (!found.len)
     return true;
   ks_buf before = KS_BUF_INIT;
@@ -200,9 +237,11 @@ static int apply_hoist_invariant(ks_ctx *ctx, const ks_rule_input *in, int param
   if (!w.loops)
     return ks_rt_not_applicable(arena, out, "no for or while loop");
   if (!w.done)
-    return ks_rt_not_applicable(arena, out,
-                                "no loop computes a math function call of values it does not "
-                                "change");
+    return ks_rt_not_applicable(
+        arena, out, "%s",
+        !w.saw_math ? "no math function is called inside a loop"
+        : w.reason  ? ks_arena_printf(arena, "no math call in a loop is loop-invariant: %s", w.reason)
+                    : "no math call in a loop is loop-invariant");
   return ks_rt_finish(ctx, in, arena, &edits,
                       ks_arena_printf(arena, "hoist_invariant=%zu", w.done), out);
 }

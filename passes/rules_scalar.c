@@ -48,16 +48,40 @@ static const ks_anode *param_of(const ks_anode *n) {
 
 /* An index the loop does not change: names that keep their values,
  * literals and arithmetic; no memory read, call or assignment. */
-static const char *index_problem(ks_arena *arena, const ks_anode *loop, const ks_anode *index) {
-  ks_rt_nodes all = ks_rt_collect(arena, index);
+static const char *index_problem(ks_arena *arena, const ks_rule_input *in, const ks_anode *loop,
+                                 const ks_anode *sub) {
+  const char *elem = ks_rt_text_of(arena, in, sub);
+  ks_rt_nodes all = ks_rt_collect(arena, sub->kids[1]);
   for (size_t k = 0; k < all.len; k++) {
     const ks_anode *n = all.items[k];
     if (n->kind == KS_AK_DECL_REF && !ks_inv_ref_invariant(loop, n))
-      return ks_arena_printf(arena, "its index uses '%s', which the loop changes or which is "
-                                    "not a parameter or local", n->name ? n->name : "?");
+      return ks_arena_printf(arena, "%s: its index uses '%s', %s", elem, n->name ? n->name : "?",
+                             n->decl ? "which the loop changes" : "not a parameter or local");
     if (n->kind == KS_AK_SUBSCRIPT || n->kind == KS_AK_CALL || ks_rt_is_assignment(n) ||
         ks_rt_is_op(n, KS_AK_UNARY, "*"))
-      return "its index reads memory, calls a function or assigns";
+      return ks_arena_printf(arena, "%s: its index reads memory, calls a function or assigns",
+                             elem);
+  }
+  return NULL;
+}
+
+/* The first store in the loop through a local pointer (`y[c] = ...` with
+ * `float *y = out + ...`), as text, or NULL. */
+static const char *local_pointer_store(ks_arena *arena, const ks_rule_input *in,
+                                       const ks_anode *loop) {
+  ks_rt_nodes all = ks_rt_collect(arena, loop);
+  for (size_t k = 0; k < all.len; k++) {
+    const ks_anode *n = all.items[k];
+    if (!ks_rt_is_assignment(n))
+      continue;
+    const ks_anode *lhs = ks_rt_strip(n->kids[0], false);
+    if (!lhs || (lhs->kind != KS_AK_SUBSCRIPT && !ks_rt_is_op(lhs, KS_AK_UNARY, "*")))
+      continue;
+    const ks_anode *base = ks_rt_strip(lhs->kids[0], false);
+    if (base && base->kind == KS_AK_DECL_REF && base->decl && base->decl->kind == KS_AK_VAR &&
+        base->decl->is_pointer && !base->decl->shared_space)
+      return ks_arena_printf(arena, "%s (through the local pointer '%s')",
+                             ks_rt_text_of(arena, in, lhs), base->name);
   }
   return NULL;
 }
@@ -100,8 +124,9 @@ static scalar_elems read_elems(ks_arena *arena, const ks_rule_input *in, const k
     const ks_anode *c, *sub = ks_rt_up(n, &c);
     if (!sub || sub->kind != KS_AK_SUBSCRIPT || c != sub->kids[0] ||
         ks_rt_strip(sub->kids[0], false) != n) {
-      e->problem = ks_arena_printf(arena, "'%s' is used in the loop other than as %s[index]",
-                                   n->name, n->name);
+      e->problem = ks_arena_printf(arena, "'%s' is used in the loop other than as %s[index] (%s)",
+                                   n->name, n->name,
+                                   ks_rt_text_of(arena, in, sub ? sub : n));
       continue;
     }
     if (sub->from_macro) {
@@ -123,7 +148,7 @@ static scalar_elems read_elems(ks_arena *arena, const ks_rule_input *in, const k
     if (!e->index) {
       e->index = index;
       e->first = sub;
-      e->problem = index_problem(arena, loop, sub->kids[1]);
+      e->problem = index_problem(arena, in, loop, sub);
     }
     e->written |= sub_written(sub);
     *ks_array_push(arena, &e->accesses) = sub;
@@ -188,8 +213,13 @@ static size_t rewrite_loop(ks_arena *arena, const ks_rule_input *in, const ks_an
   size_t written = 0;
   for (size_t k = 0; k < es.len; k++)
     written += es.items[k].written;
-  if (!written)
+  if (!written) {
+    const char *store = local_pointer_store(arena, in, loop);
+    if (store && !*reason)
+      *reason = ks_arena_printf(arena, "the loop stores to %s, which a disjoint() guard cannot "
+                                       "name", store);
     return 0;
+  }
   const char *problem = ks_inv_body_problem(arena, in, loop);
   ks_rt_nodes all = ks_rt_collect(arena, loop);
   for (size_t k = 0; k < all.len && !problem; k++) {
@@ -287,7 +317,12 @@ static int apply_scalar_replace(ks_ctx *ctx, const ks_rule_input *in, int param,
     return ks_rt_not_applicable(
         arena, out, "%s",
         w.reason ? ks_arena_printf(arena, "no element can stay in a register: %s", w.reason)
-                 : "no loop writes an element of a pointer parameter");
+                 : w.loops == 1
+                     ? "its loop writes no global memory (its results go to locals or shared "
+                       "memory)"
+                     : ks_arena_printf(arena, "none of its %zu loops writes global memory (their "
+                                              "results go to locals or shared memory)",
+                                       w.loops));
   if (ks_rt_finish(ctx, in, arena, &edits, ks_arena_printf(arena, "scalar_replace=%zu", w.done),
                    out))
     return -1;
