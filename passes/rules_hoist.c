@@ -159,6 +159,11 @@ static void find_exprs(hoist_walk *w, const ks_anode *n, found_exprs *out) {
       else if (why && why->kind == KS_AK_DECL_REF && why->decl && !why->decl->is_pointer)
         w->reason = ks_arena_printf(w->arena, "%s uses '%s', which the loop changes", call,
                                     why->name);
+      else if (why && why->kind == KS_AK_BINARY && why->op &&
+               (!strcmp(why->op, "/") || !strcmp(why->op, "%")))
+        w->reason = ks_arena_printf(w->arena, "%s holds the integer division %s, which a guard "
+                                              "in the loop may protect", call,
+                                    ks_rt_text_of(w->arena, w->in, why));
       else if (why)
         w->reason = ks_arena_printf(w->arena, "%s depends on %s, %s", call,
                                     ks_rt_text_of(w->arena, w->in, why),
