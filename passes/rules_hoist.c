@@ -247,7 +247,8 @@ static int apply_hoist_invariant(ks_ctx *ctx, const ks_rule_input *in, int param
     return ks_rt_not_applicable(
         arena, out, "%s",
         !w.saw_math ? "no math function is called inside a loop"
-        : w.reason  ? ks_arena_printf(arena, "no math call in a loop is loop-invariant: %s", w.reason)
+        : w.reason  ? ks_arena_printf(arena, "no math call in a loop is loop-invariant: %s",
+                                      w.reason)
                     : "no math call in a loop is loop-invariant");
   return ks_rt_finish(ctx, in, arena, &edits,
                       ks_arena_printf(arena, "hoist_invariant=%zu", w.done), out);

@@ -187,13 +187,15 @@ static const char *set_before(ks_arena *arena, const ks_rule_input *in, const ks
   if (!assign || prev->from_macro)
     return NULL;
   const ks_anode *lhs = ks_rt_strip(prev->kids[0], false);
-  if (!lhs || lhs->kind != KS_AK_SUBSCRIPT || lhs->from_macro || param_of(lhs->kids[0]) != e->param ||
+  if (!lhs || lhs->kind != KS_AK_SUBSCRIPT || lhs->from_macro ||
+      param_of(lhs->kids[0]) != e->param ||
       strcmp(ks_inv_squeezed(arena, in, lhs->kids[1]), e->index))
     return NULL;
   ks_rt_nodes rhs = ks_rt_collect(arena, prev->kids[1]);
   for (size_t k = 0; k < rhs.len; k++) {
     const ks_anode *n = rhs.items[k];
-    if (ks_rt_is_assignment(n) || (n->kind == KS_AK_CALL && (!n->name || ks_shape_user_function(in, n->name))))
+    if (ks_rt_is_assignment(n) ||
+        (n->kind == KS_AK_CALL && (!n->name || ks_shape_user_function(in, n->name))))
       return NULL;
   }
   *stmt = prev;
