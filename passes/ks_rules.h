@@ -84,7 +84,8 @@ typedef struct ks_rule {
                              "unroll", "launch_bounds", "grid_stride",
                              "fast_math", "warp_reduce", "warp_atomic",
                              "smem_histogram", "smem_transpose", "warp_rows",
-                             "reduce_stride", "vectorize_2d", "tile_matmul" */
+                             "reduce_stride", "vectorize_2d", "tile_matmul",
+                             "scalar_replace", "hoist_invariant" */
   const char *summary;    /* one line, for --help and docs */
   bool tuning;            /* part of the tuning-only baseline (launch
                              configuration and unroll factors alone) */

@@ -32,5 +32,9 @@ extern const ks_rule ks_rule_smem_transpose;
 extern const ks_rule ks_rule_vectorize_2d;
 /* rules_tile_mm.c (with the shared-memory helpers of rules_smem_int.h) */
 extern const ks_rule ks_rule_tile_matmul;
+/* rules_scalar.c, rules_hoist.c (the loop reading they share:
+ * rules_invariant.c) */
+extern const ks_rule ks_rule_scalar_replace;
+extern const ks_rule ks_rule_hoist_invariant;
 
 #endif

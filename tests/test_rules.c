@@ -633,6 +633,28 @@ static void every_rule_on_the_edge_cases(void **state) {
   print_tally(&edge);
 }
 
+/* testdata/rules/loops: kernels in older styles (macro sizes, C89 loops,
+ * sums straight into global memory) that scalar_replace and
+ * hoist_invariant apply to; every rule and every two-step composition. */
+static void every_rule_on_the_loop_kernels(void **state) {
+  (void)state;
+  static tally loops;
+  unsigned applied = 0, units = 0;
+  run_directory("rules/loops", true, true, &loops, &applied, &units);
+  print_tally(&loops);
+  size_t nrules;
+  const ks_rule *const *rules = ks_rules_all(&nrules);
+  for (size_t r = 0; r < nrules; r++) {
+    if (strcmp(rules[r]->name, "scalar_replace") && strcmp(rules[r]->name, "hoist_invariant"))
+      continue;
+    unsigned sum = 0;
+    for (size_t k = 0; k < loops.nkernels; k++)
+      sum += loops.applied[k][r];
+    if (!sum)
+      fail_msg("rule %s applied to no kernel of testdata/rules/loops", rules[r]->name);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(edits_apply_in_order),
@@ -640,6 +662,7 @@ int main(void) {
       cmocka_unit_test(format_round_trips),
       cmocka_unit_test(launch_rules_edge_cases),
       cmocka_unit_test(every_rule_on_the_edge_cases),
+      cmocka_unit_test(every_rule_on_the_loop_kernels),
       cmocka_unit_test(every_rule_on_the_apps),
       cmocka_unit_test(every_rule_on_the_frontend_fixtures),
   };
