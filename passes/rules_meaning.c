@@ -103,15 +103,10 @@ static const fp_fact *defs(ks_meaning *m) {
   return m->defs = env;
 }
 
-static bool point_of(ks_meaning *m, const ks_anode *e, const fp_poly **out, const char **why) {
+static bool fp_point(ks_meaning *m, const ks_anode *e, const fp_poly **out, const char **why) {
   fp_state *st = &m->st;
   st->why = NULL;
   fp_range r;
-  if (!e) {
-    if (why)
-      *why = "there is no expression";
-    return false;
-  }
   if (!fp_eval(st, e, defs(m), NULL, &r)) {
     if (why)
       *why = st->why ? st->why : "it cannot be computed";
@@ -124,6 +119,51 @@ static bool point_of(ks_meaning *m, const ks_anode *e, const fp_poly **out, cons
   }
   *out = r.lo;
   return true;
+}
+
+/* A never-assigned integer local's initializer, or NULL. */
+static const ks_anode *def_of(ks_meaning *m, const ks_anode *ref) {
+  for (const fp_fact *f = defs(m); f; f = f->next)
+    if (f->kind == FP_FACT_DEF && f->decl == ref->decl)
+      return f->value;
+  return NULL;
+}
+
+/* Sums, differences and products of values are values whatever their
+ * signs (the range analysis underneath needs signs to bound a product of
+ * ranges, not of points); the rest is the range analysis's. */
+static bool point_at(ks_meaning *m, const ks_anode *e, const fp_poly **out, const char **why,
+                     unsigned depth) {
+  fp_state *st = &m->st;
+  const ks_anode *s = ks_rt_strip(e, false);
+  if (s && depth < 64) {
+    if (s->kind == KS_AK_DECL_REF && s->decl && s->decl->kind == KS_AK_VAR) {
+      const ks_anode *init = def_of(m, s);
+      if (init && fp_int_type(s->decl->type) == FP_SIGNED)
+        return point_at(m, init, out, why, depth + 1);
+    }
+    const char *op = s->kind == KS_AK_BINARY && s->nkids == 2 ? fp_op_of(st, s) : "";
+    if ((!strcmp(op, "+") || !strcmp(op, "-") || !strcmp(op, "*")) &&
+        fp_int_type(s->type) == FP_SIGNED) {
+      const fp_poly *a, *b;
+      if (!point_at(m, s->kids[0], &a, why, depth + 1) || !point_at(m, s->kids[1], &b, why, depth + 1))
+        return false;
+      *out = op[0] == '+' ? fp_add(st, a, b) : op[0] == '-' ? fp_sub(st, a, b) : fp_mul(st, a, b);
+      if (!*out && why)
+        *why = st->why ? st->why : "it grows too large";
+      return *out != NULL;
+    }
+  }
+  return fp_point(m, e, out, why);
+}
+
+static bool point_of(ks_meaning *m, const ks_anode *e, const fp_poly **out, const char **why) {
+  if (!e) {
+    if (why)
+      *why = "there is no expression";
+    return false;
+  }
+  return point_at(m, e, out, why, 0);
 }
 
 const char *ks_meaning_value(ks_meaning *m, const ks_anode *e, const char **why) {

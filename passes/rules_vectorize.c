@@ -312,10 +312,12 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (nbound != 1)
     return ks_rt_not_applicable(arena, out, "the bounds check tests more than %s against a bound",
                                 iv->name);
-  if (!ks_shape_guardable(body, sh.bound))
-    return ks_rt_not_applicable(arena, out,
-                                "the bound '%s' is not made of scalar parameters and constants",
-                                ks_rt_text_of(arena, in, sh.bound));
+  /* the guards get the bound folded (a macro or a local is not a name
+   * they know); the kernel keeps it as written */
+  const char *bound_why = NULL;
+  const char *bound_guard = ks_shape_bound_guard(ctx, arena, in, sh.bound, &bound_why);
+  if (!bound_guard)
+    return ks_rt_not_applicable(arena, out, "%s", bound_why);
   /* the element's statements: the checked statement, or what follows the
    * early return */
   const ks_anode *const *stmts;
@@ -526,7 +528,7 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   ks_rule_policy pol;
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return -1;
-  ks_rule_require(arena, &out->child, ks_shape_coverage_guard(arena, &pol, 0, bound));
+  ks_rule_require(arena, &out->child, ks_shape_coverage_guard(arena, &pol, 0, bound_guard));
   for (size_t k = 0; k < s.nbufs; k++)
     if (s.bufs[k].vec)
       ks_rule_require(arena, &out->child,
