@@ -426,7 +426,10 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   const char *type = ks_shape_without_const(iv->type ? iv->type : "int");
   const char *base = ks_rt_fresh(arena, in->unit, "ks_base");
   const char *bound = ks_rt_text_of(arena, in, sh.bound);
-  const char *pb = ks_rt_paren(arena, bound);
+  /* a macro's body may hold operators that bind looser than ours */
+  if (sh.bound->from_macro)
+    bound = ks_arena_printf(arena, "(%s)", bound);
+  const char *pb = sh.bound->from_macro ? bound : ks_rt_paren(arena, bound);
   ks_buf o = KS_BUF_INIT;
   /* the first element in 64 bits: a 32-bit one could wrap past the bound */
   if (ks_shape_is_wide_type(type))

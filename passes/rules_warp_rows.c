@@ -715,7 +715,9 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
   if (l->ne)
     ks_edits_add(arena, e, ks_rt_src_at(in, l->ne->begin), ks_rt_src_at(in, l->ne->end),
                  ks_arena_printf(arena, "%s < %s", l->var->name,
-                                 ks_rt_paren(arena, ks_rt_text_of(arena, in, l->end))));
+                                 l->end->from_macro
+                                     ? ks_arena_printf(arena, "(%s)", ks_rt_text_of(arena, in, l->end))
+                                     : ks_rt_paren(arena, ks_rt_text_of(arena, in, l->end))));
 
   ks_buf before = KS_BUF_INIT, after = KS_BUF_INIT;
   if (braces)

@@ -90,6 +90,42 @@ __global__ void mv_rows_used_after(float *a, float *x, float *y)
     }
 }
 
+/* `j != end` with the step 1: the lanes' stride of 32 must test `<`. */
+/* kernelsmith:
+ *   size timed: rows = 1536, cols = 2048
+ *   in  a[rows * cols] uniform(-1, 1)
+ *   in  x[cols] uniform(-1, 1)
+ *   out y[rows] tol(atol = 1e-3, rtol = 1e-4)
+ *   launch grid = ceil_div(rows, 128), block = 128
+ */
+__global__ void mv_rows_ne(const float *a, const float *x, float *y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < NY) {
+        int j;
+        float t = 0.0f;
+        for (j = 0; NX != j; ++j)
+            t += a[i * NX + j] * x[j];
+        y[i] = t;
+    }
+}
+
+enum { CLIP_COUNT = 3 << 16 };
+
+/* The length is an enumerator at namespace scope. */
+/* kernelsmith:
+ *   size timed: n = 3 << 16
+ *   inout v[n] uniform(-2, 2) tol(atol = 1e-6, rtol = 1e-6)
+ *   launch grid = ceil_div(n, 256), block = 256
+ */
+__global__ void clip_enum_len(float *v)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= CLIP_COUNT)
+        return;
+    v[k] = fminf(fmaxf(v[k], -1.0f), 1.0f);
+}
+
 /* Element-wise, the length a macro naming a macro. */
 /* kernelsmith:
  *   size timed: n = 1 << 20
@@ -171,4 +207,6 @@ void run_all(float *a, float *x, float *y, float *img, float *v, int nrow, int n
     halve_image<<<grid2, block2>>>(img);
     bump_const_local<<<(nrow * ncol + 255) / 256, 256>>>(v, nrow, ncol);
     fir_c89<<<(n + 255) / 256, 256>>>(x, a, y, n);
+    mv_rows_ne<<<(NY + 127) / 128, 128>>>(a, x, y);
+    clip_enum_len<<<(CLIP_COUNT + 255) / 256, 256>>>(v);
 }
