@@ -704,12 +704,14 @@ static void old_style_twins(void **state) {
   free(f);
 }
 
-/* Every rule with every choice on them, every child compiled by NVRTC. */
+/* Every rule with every choice on them, every child compiled by NVRTC
+ * (compositions are the apps' business: on this machine's budget they
+ * would double the test's time). */
 static void every_rule_on_the_old_style_twins(void **state) {
   (void)state;
   static tally twins;
   unsigned applied = 0, units = 0;
-  run_directory("rules/meaning", true, true, &twins, &applied, &units);
+  run_directory("rules/meaning", true, false, &twins, &applied, &units);
   print_tally(&twins);
   size_t nrules;
   const ks_rule *const *rules = ks_rules_all(&nrules);
