@@ -701,6 +701,9 @@ static void old_style_twins(void **state) {
   assert_non_null(strstr(r.child.source, "#pragma unroll\n        for (t = 0; t <= TAPS - 1; t = t + 1)"));
   r = apply_to(f, "mv_rows_c89", "unroll", 0);
   assert_true(r.applied);
+  ks_scan_release(&f->scan);
+  ks_arena_release(&f->arena);
+  ks_ctx_release(&f->ctx);
   free(f);
 }
 
