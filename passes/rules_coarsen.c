@@ -63,10 +63,10 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
   problem = ks_rt_mapping_problem(arena, in, allowed, nallowed);
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
-  if (!ks_shape_guardable(sh.body, sh.bound))
-    return ks_rt_not_applicable(arena, out,
-                                "the bound '%s' is not made of scalar parameters and constants",
-                                ks_rt_text_of(arena, in, sh.bound));
+  const char *bound_why = NULL;
+  const char *bound = ks_shape_bound_guard(ctx, arena, in, sh.bound, &bound_why);
+  if (!bound)
+    return ks_rt_not_applicable(arena, out, "%s", bound_why);
   const ks_anode *body = sh.body;
   const ks_anode *last = body->kids[body->nkids - 1];
   for (size_t k = sh.first; k < body->nkids && !problem; k++)
@@ -115,7 +115,7 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return -1;
   ks_rule_require(arena, &out->child,
-                  ks_shape_coverage_guard(arena, &pol, sh.dim, ks_rt_text_of(arena, in, sh.bound)));
+                  ks_shape_coverage_guard(arena, &pol, sh.dim, bound));
   /* a 32-bit index of the last extra threads must not wrap (in y, grid and
    * block limits keep it far below) */
   if (sh.dim == 0 && !ks_shape_is_wide_type(type))

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ks_buf.h"
+#include "rules_meaning.h"
 #include "rules_tree.h"
 
 /* ---- unroll ------------------------------------------------------------- */
@@ -135,6 +136,18 @@ static bool constant_trip(const ks_anode *f) {
   return step && !ks_rt_modified(body, var);
 }
 
+/* The same read as the compiler reads it (rules_meaning.h): an upward loop
+ * whose start, end and step fold to constants through macros (also a
+ * macro naming a macro), const locals and enumerators, its variable
+ * declared outside or in the init (`int t; for (t = 0; t <= TAPS - 1;
+ * t = t + 1)`) and left alone in the body. */
+static bool folded_trip(ks_meaning *m, const ks_anode *f) {
+  ks_loop_view v;
+  long long start, end;
+  return ks_meaning_loop(m, f, &v) && !v.modified_in_body && v.step > 0 &&
+         ks_meaning_int(m, v.start, &start) && ks_meaning_int(m, v.bound, &end);
+}
+
 static const int unroll_choices[] = {2, 4, 8, 0};
 
 static int apply_unroll(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
@@ -153,11 +166,12 @@ static int apply_unroll(ks_ctx *ctx, const ks_rule_input *in, int param, ks_aren
       param ? ks_arena_printf(arena, "#pragma unroll %d", param) : "#pragma unroll";
   ks_edits edits = {0};
   size_t changed = 0, constant = 0;
+  ks_meaning *m = param ? NULL : ks_meaning_open(ctx, in->ast, arena);
   for (size_t k = 0; k < w.innermost.len; k++) {
     const ks_anode *f = w.innermost.items[k];
     if (f->from_macro)
       continue;
-    bool trip = constant_trip(f);
+    bool trip = constant_trip(f) || (m && folded_trip(m, f));
     constant += trip;
     if (!param && !trip)
       continue;
@@ -184,6 +198,7 @@ static int apply_unroll(ks_ctx *ctx, const ks_rule_input *in, int param, ks_aren
                    ks_arena_printf(arena, "\n%s%s\n%s", ind, pragma, ind));
     changed++;
   }
+  ks_meaning_close(m);
   if (!changed)
     return ks_rt_not_applicable(
         arena, out, "%s",

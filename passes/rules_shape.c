@@ -7,6 +7,7 @@
 
 #include "ks_buf.h"
 #include "ks_ctext.h"
+#include "rules_meaning.h"
 #include "rules_shape.h"
 #include "rules_tree.h"
 
@@ -214,6 +215,21 @@ bool ks_shape_guardable(const ks_anode *body, const ks_anode *bound) {
   guardable_walk w = {body, true};
   ks_anode_walk((ks_anode *)bound, visit_guardable, &w);
   return w.ok;
+}
+
+const char *ks_shape_bound_guard(ks_ctx *ctx, ks_arena *arena, const ks_rule_input *in,
+                                 const ks_anode *bound, const char **why) {
+  if (ks_shape_guardable(in->ast->body, bound))
+    return ks_rt_text_of(arena, in, bound);
+  ks_meaning *m = ks_meaning_open(ctx, in->ast, arena);
+  const char *folded_why = NULL;
+  const char *text = ks_meaning_value(m, bound, &folded_why);
+  ks_meaning_close(m);
+  if (!text)
+    *why = ks_arena_printf(arena, "the bound '%s' is not made of scalar parameters and constants%s%s",
+                           ks_rt_text_of(arena, in, bound), folded_why ? ": " : "",
+                           folded_why ? folded_why : "");
+  return text;
 }
 
 /* The guard that the parent's launch covers every index below the bound in

@@ -39,6 +39,11 @@ void ks_shape_find(const ks_rule_input *in, int dim, ks_shape *sh);
 /* Whether B is made of scalar parameters never modified, literals,
  * arithmetic and casts (so a guard can be written with it). */
 bool ks_shape_guardable(const ks_anode *body, const ks_anode *bound);
+/* B as guard text: as written when ks_shape_guardable, else its value
+ * folded through macros, const locals and enumerators (rules_meaning.h);
+ * NULL with *why (a one-line reason) when neither. */
+const char *ks_shape_bound_guard(ks_ctx *ctx, ks_arena *arena, const ks_rule_input *in,
+                                 const ks_anode *bound, const char **why);
 /* `grid * block >= bound` for dimension d, from the policy's expressions. */
 const char *ks_shape_coverage_guard(ks_arena *arena, const ks_rule_policy *pol, int d,
                                     const char *bound);

@@ -312,10 +312,12 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (nbound != 1)
     return ks_rt_not_applicable(arena, out, "the bounds check tests more than %s against a bound",
                                 iv->name);
-  if (!ks_shape_guardable(body, sh.bound))
-    return ks_rt_not_applicable(arena, out,
-                                "the bound '%s' is not made of scalar parameters and constants",
-                                ks_rt_text_of(arena, in, sh.bound));
+  /* the guards get the bound folded (a macro or a local is not a name
+   * they know); the kernel keeps it as written */
+  const char *bound_why = NULL;
+  const char *bound_guard = ks_shape_bound_guard(ctx, arena, in, sh.bound, &bound_why);
+  if (!bound_guard)
+    return ks_rt_not_applicable(arena, out, "%s", bound_why);
   /* the element's statements: the checked statement, or what follows the
    * early return */
   const ks_anode *const *stmts;
@@ -424,7 +426,10 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   const char *type = ks_shape_without_const(iv->type ? iv->type : "int");
   const char *base = ks_rt_fresh(arena, in->unit, "ks_base");
   const char *bound = ks_rt_text_of(arena, in, sh.bound);
-  const char *pb = ks_rt_paren(arena, bound);
+  /* a macro's body may hold operators that bind looser than ours */
+  if (sh.bound->from_macro)
+    bound = ks_arena_printf(arena, "(%s)", bound);
+  const char *pb = sh.bound->from_macro ? bound : ks_rt_paren(arena, bound);
   ks_buf o = KS_BUF_INIT;
   /* the first element in 64 bits: a 32-bit one could wrap past the bound */
   if (ks_shape_is_wide_type(type))
@@ -526,7 +531,7 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   ks_rule_policy pol;
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return -1;
-  ks_rule_require(arena, &out->child, ks_shape_coverage_guard(arena, &pol, 0, bound));
+  ks_rule_require(arena, &out->child, ks_shape_coverage_guard(arena, &pol, 0, bound_guard));
   for (size_t k = 0; k < s.nbufs; k++)
     if (s.bufs[k].vec)
       ks_rule_require(arena, &out->child,

@@ -19,6 +19,7 @@
 
 #include "ks_buf.h"
 #include "ks_ctext.h"
+#include "rules_meaning.h"
 #include "rules_tree.h"
 
 /* ---- helpers of warp_rows ------------------------------------------------ */
@@ -119,6 +120,8 @@ typedef struct rows_loop {
   const ks_anode *var;   /* the column variable */
   const ks_anode *start; /* its initializer */
   const ks_anode *inc;
+  const ks_anode *ne;    /* a condition `c != end`, rewritten `c < end` */
+  const ks_anode *end;
   KS_ARRAY(rows_acc) accs;
 } rows_loop;
 
@@ -142,6 +145,7 @@ typedef struct rows {
   ks_rt_nodes lane0;           /* statements with stores, outside the loops */
   ks_rt_nodes lhs;             /* memory written by an assignment in a loop */
   KS_ARRAY(rows_access) access;
+  ks_meaning *meaning;
   const char *why;
 } rows;
 
@@ -459,45 +463,29 @@ static bool is_index_type(const char *type) {
          !strstr(type, "half") && !strstr(type, "bool");
 }
 
-/* A loop `for (T c = start; c < end; ++c)` (or <=, or c += 1, c++) whose
- * iterations are independent but for accumulators. */
+/* A loop `for (T c = start; c < end; ++c)` (or <=, !=, c += 1, c = c + 1,
+ * c declared before the loop: rules_meaning.h) whose iterations are
+ * independent but for accumulators. */
 static bool rows_loop_check(rows *r, const ks_anode *f, const ks_anode *stmt) {
-  const ks_anode *init = f->kids[0], *cond = ks_rt_strip(f->kids[1], false),
-                 *inc = ks_rt_strip(f->kids[2], false);
-  const ks_anode *body = f->kids[3];
   if (f->from_macro)
     return rows_fail(r, "a loop comes from a macro");
-  if (!init || init->kind != KS_AK_DECL_STMT || init->nkids != 1 || !cond || !inc || !body)
-    return rows_fail(r, "a loop is not 'for (int c = start; c < end; ++c)'");
-  const ks_anode *c = init->kids[0];
-  const ks_anode *start = ks_rt_var_init(c);
-  if (c->kind != KS_AK_VAR || !start || !is_index_type(c->type))
-    return rows_fail(r, "a loop does not declare an integer column variable");
-  const ks_anode *end = NULL;
-  if (cond->kind == KS_AK_BINARY && cond->nkids == 2) {
-    bool lt = !strcmp(cond->op, "<") || !strcmp(cond->op, "<=");
-    bool gt = !strcmp(cond->op, ">") || !strcmp(cond->op, ">=");
-    if (lt && ks_rt_refers_to(ks_rt_strip(cond->kids[0], true), c))
-      end = cond->kids[1];
-    else if (gt && ks_rt_refers_to(ks_rt_strip(cond->kids[1], true), c))
-      end = cond->kids[0];
-  }
-  if (!end || ks_rt_count_refs(r->arena, end, c))
-    return rows_fail(r, "a loop's condition is not 'c < end' ('%s')",
-                     ks_rt_text_of(r->arena, r->in, cond));
-  bool step1 = (ks_rt_is_op(inc, KS_AK_UNARY, "++") && ks_rt_refers_to(inc->kids[0], c)) ||
-               (inc->kind == KS_AK_COMPOUND_ASSIGN && !strcmp(inc->op, "+=") &&
-                ks_rt_refers_to(inc->kids[0], c) && ks_rt_is_int(inc->kids[1], 1)) ||
-               (ks_rt_is_bin(inc, "=") && ks_rt_refers_to(inc->kids[0], c) &&
-                ks_rt_is_bin(ks_rt_strip(inc->kids[1], false), "+") &&
-                ((ks_rt_refers_to(ks_rt_strip(inc->kids[1], false)->kids[0], c) &&
-                  ks_rt_is_int(ks_rt_strip(inc->kids[1], false)->kids[1], 1)) ||
-                 (ks_rt_refers_to(ks_rt_strip(inc->kids[1], false)->kids[1], c) &&
-                  ks_rt_is_int(ks_rt_strip(inc->kids[1], false)->kids[0], 1))));
-  if (!step1)
-    return rows_fail(r, "a loop's step is not 1 ('%s')", ks_rt_text_of(r->arena, r->in, inc));
-  if (ks_rt_modified(body, c))
+  ks_loop_view v;
+  if (!ks_meaning_loop(r->meaning, f, &v))
+    return rows_fail(r, "a loop is not a counted loop 'for (c = start; c < end; ++c)': %s", v.why);
+  const ks_anode *c = v.var, *start = v.start, *end = v.bound, *body = f->kids[3];
+  if (!is_index_type(c->type))
+    return rows_fail(r, "a loop does not count with an integer column variable");
+  if (v.step != 1)
+    return rows_fail(r, "a loop's step is not 1 ('%s')", ks_rt_text_of(r->arena, r->in, f->kids[2]));
+  if (v.modified_in_body)
     return rows_fail(r, "a loop assigns its column variable in its body");
+  if (v.used_after)
+    return rows_fail(r, "'%s' is read after its loop (each lane would end with its own value)",
+                     c->name);
+  /* the rewrite edits the step (and a `!=` condition) */
+  if (f->kids[2]->from_macro || (!strcmp(v.cmp, "!=") && v.cond->from_macro))
+    return rows_fail(r, "a loop's step or condition comes from a macro");
+  const ks_anode *inc = ks_rt_strip(f->kids[2], false);
   /* start and end: every lane evaluates them, alike */
   if (!rows_expr(r, start, NULL, NULL) || !rows_expr(r, end, NULL, NULL))
     return false;
@@ -507,6 +495,8 @@ static bool rows_loop_check(rows *r, const ks_anode *f, const ks_anode *stmt) {
   l->var = c;
   l->start = start;
   l->inc = inc;
+  l->ne = !strcmp(v.cmp, "!=") ? v.cond : NULL;
+  l->end = end;
   loop_walk w = {r, l, body};
   ks_anode_walk((ks_anode *)body, loop_visit, &w);
   if (r->why)
@@ -721,6 +711,13 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
   ks_edits_add(arena, e, ks_rt_src_at(in, l->start->begin), ks_rt_src_at(in, l->start->end), start);
   ks_edits_add(arena, e, ks_rt_src_at(in, l->inc->begin), ks_rt_src_at(in, l->inc->end),
                ks_arena_printf(arena, "%s += 32", l->var->name));
+  /* a stride of 32 steps past `end`: `c != end` becomes `c < end` */
+  if (l->ne)
+    ks_edits_add(arena, e, ks_rt_src_at(in, l->ne->begin), ks_rt_src_at(in, l->ne->end),
+                 ks_arena_printf(arena, "%s < %s", l->var->name,
+                                 l->end->from_macro
+                                     ? ks_arena_printf(arena, "(%s)", ks_rt_text_of(arena, in, l->end))
+                                     : ks_rt_paren(arena, ks_rt_text_of(arena, in, l->end))));
 
   ks_buf before = KS_BUF_INIT, after = KS_BUF_INIT;
   if (braces)
@@ -766,7 +763,10 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     return ks_rt_not_applicable(arena, out, "its block size must be a multiple of 32 up to 1024, not %d",
                                 param);
   rows r = {.arena = arena, .in = in, .k = in->ast};
-  if (!rows_find_row(&r) || !rows_block(&r, in->ast->body) || !rows_dependences(&r))
+  r.meaning = ks_meaning_open(ctx, in->ast, arena);
+  bool matched = rows_find_row(&r) && rows_block(&r, in->ast->body) && rows_dependences(&r);
+  ks_meaning_close(r.meaning);
+  if (!matched)
     return ks_rt_not_applicable(arena, out, "%s", r.why);
   if (!r.loops.len)
     return ks_rt_not_applicable(arena, out, "it has no loop over a row's columns");

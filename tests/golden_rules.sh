@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Golden tests of the rules proposer: for every kernel of testdata/apps and
-# every rule, what `kernelsmith-cc rewrite KERNEL --rule RULE` prints (the
+# testdata/rules/meaning (old-style twins of the apps' kernels) and every
+# rule, what `kernelsmith-cc rewrite KERNEL --rule RULE` prints (the
 # rule's first choice that applies; made for all rules at once with
 # --each-rule) is diffed with testdata/rules/expected/KERNEL.RULE.cu.txt; for
 # a rule that does not apply, that file holds the one-line reason.
@@ -34,31 +35,41 @@ if [ -n "${KS_GOLDEN_RULES:-}" ]; then
   done
 fi
 
-# Kernels and the app directory each is in, from the scan's long form.
-kernels=$(cd "$src" && "$bin" --color=never -q scan --long --no-compdb . 2>/dev/null |
-  awk '/^kernel / { name = $2; sub(/\(.*/, "", name) }
-       /^  at / { dir = $2; sub(/\/.*/, "", dir); print name, dir }')
+# Kernels with the directory they are scanned from and the path given to
+# rewrite there, from the scan's long form: each app's directory under
+# testdata/apps, and testdata/rules/meaning as a whole (set apps); each
+# program's directory under testdata/legacy (set legacy).
+list_kernels() { # root one_dir
+  (cd "$1" && "$bin" --color=never -q scan --long --no-compdb . 2>/dev/null) |
+    awk -v root="$1" -v one="$2" '/^kernel / { name = $2; sub(/\(.*/, "", name) }
+       /^  at / { dir = $2; sub(/\/.*/, "", dir); if (one != "") dir = one; print name, root, dir }'
+}
+if [ "$set" = apps ]; then
+  kernels=$(list_kernels "$src" ""; list_kernels "$data/rules/meaning" ".")
+else
+  kernels=$(list_kernels "$src" "")
+fi
 [ -n "$kernels" ] || { echo "golden_rules: no kernels found under $src"; exit 1; }
 
 # One job per kernel, a few at a time: `rewrite --each-rule` applies every
 # rule alone after one scan and one slice (the same text `rewrite --rule`
 # prints, or its one-line reason).
 jobs=$(nproc 2>/dev/null || echo 2)
-run_kernel() { # kernel dir
-  (cd "$src" && "$bin" --color=never -q rewrite --no-compdb $compile "$1" --each-rule "$work" "$2") \
+run_kernel() { # kernel root dir
+  (cd "$2" && "$bin" --color=never -q rewrite --no-compdb $compile "$1" --each-rule "$work" "$3") \
     >"$work/$1.stdout" 2>"$work/$1.stderr" || { cat "$work/$1.stderr"; echo "$1" >>"$work/failed"; }
   for rule in $rules; do
     [ -f "$work/$1.$rule.cu.txt" ] && mv "$work/$1.$rule.cu.txt" "$work/$1.$rule.actual"
   done
 }
-while read -r kernel dir; do
-  run_kernel "$kernel" "$dir" &
+while read -r kernel root dir; do
+  run_kernel "$kernel" "$root" "$dir" &
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
 done <<<"$kernels"
 wait
 
 pass=0 fail=0
-while read -r kernel dir; do
+while read -r kernel root dir; do
   for rule in $rules; do
     expected=$expected_dir/$kernel.$rule.cu.txt actual=$work/$kernel.$rule.actual
     if [ "${KS_UPDATE_GOLDEN:-}" = 1 ]; then

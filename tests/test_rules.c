@@ -655,6 +655,104 @@ static void every_rule_on_the_loop_kernels(void **state) {
   }
 }
 
+/* ---- old-style twins (testdata/rules/meaning/old_style.cu) ----------- */
+
+/* Kernels written as older code is (C89 loops with the variable declared
+ * outside, `j += 1`, `<=`, `!=`, sizes as macros naming macros, const
+ * locals, enumerators, 2-D blocks) get the rewrites their tidy twins get,
+ * with guards folded to what the runtime can evaluate. */
+static void old_style_twins(void **state) {
+  (void)state;
+  fixture *f = calloc(1, sizeof *f);
+  ks_ctx_init(&f->ctx, "test");
+  f->paths[0] = ks_testdata("rules/meaning/old_style.cu");
+  f->opts = (ks_scan_options){.paths = f->paths, .npaths = 1, .no_compdb = true};
+  if (ks_scan_run(&f->ctx, &f->opts, &f->scan))
+    fail_msg("%s", f->ctx.error);
+
+  /* warp_rows: `int j; for (j = 0; j < N_BOUND; j += 1)` */
+  ks_rule_result r = apply_to(f, "mv_rows_c89", "warp_rows", 128);
+  assert_true(r.applied);
+  assert_non_null(strstr(r.child.source, "for (j = ks_lane; j < N_BOUND; j += 32)"));
+  assert_non_null(strstr(r.child.source, "__shfl_xor_sync(0xffffffffu, t, ks_off)"));
+  /* `<=` and `j = j + 1`, the check as `NX <= i` with an early return */
+  r = apply_to(f, "mvt_cols_c89", "warp_rows", 256);
+  assert_true(r.applied);
+  assert_non_null(strstr(r.child.source, "for (j = ks_lane; j <= NY - 1; j += 32)"));
+  /* `NX != j` becomes `<` (a stride of 32 steps past the end) */
+  r = apply_to(f, "mv_rows_ne", "warp_rows", 128);
+  assert_true(r.applied);
+  assert_non_null(strstr(r.child.source, "for (j = ks_lane; j < (NX); j += 32)"));
+  /* a column variable read after its loop: each lane would have its own */
+  r = apply_to(f, "mv_rows_used_after", "warp_rows", 128);
+  assert_false(r.applied);
+  assert_non_null(strstr(r.reason, "'j' is read after its loop"));
+
+  /* coarsen and vectorize: the guards get the folded bound, never a
+   * macro or a local the runtime cannot see */
+  r = apply_to(f, "axpb_macro_len", "coarsen", 2);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "grid_x * block_x >= 1048576"));
+  r = apply_to(f, "axpb_macro_len", "vectorize", 16);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "grid_x * block_x >= 1048576"));
+  assert_non_null(strstr(r.child.source, "ks_base < (LEN_BOUND) && (LEN_BOUND) - ks_base >= 4"));
+  r = apply_to(f, "halve_image", "coarsen", 4);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "grid_y * block_y >= 768"));
+  assert_string_equal(r.child.grid, "dim3(grid_x, ceil_div(grid_y, 4), grid_z)");
+  r = apply_to(f, "bump_const_local", "coarsen", 2);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "grid_x * block_x >= (nrow * ncol)"));
+  r = apply_to(f, "bump_const_local", "vectorize", 16);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "grid_x * block_x >= (nrow * ncol)"));
+  r = apply_to(f, "clip_enum_len", "coarsen", 8);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "grid_x * block_x >= 196608"));
+  r = apply_to(f, "clip_enum_len", "vectorize", 16);
+  assert_true(r.applied);
+  for (size_t i = 0; i < r.child.requires.len; i++) {
+    assert_null(strstr(r.child.requires.items[i], "CLIP_COUNT"));
+    assert_null(strstr(r.child.requires.items[i], "LEN"));
+  }
+
+  /* unroll: a full unroll of `for (t = 0; t <= TAPS - 1; t = t + 1)` */
+  r = apply_to(f, "fir_c89", "unroll", 0);
+  assert_true(r.applied);
+  assert_non_null(strstr(r.child.source, "#pragma unroll\n        for (t = 0; t <= TAPS - 1; t = t + 1)"));
+  r = apply_to(f, "mv_rows_c89", "unroll", 0);
+  assert_true(r.applied);
+  ks_scan_release(&f->scan);
+  ks_arena_release(&f->arena);
+  ks_ctx_release(&f->ctx);
+  free(f);
+}
+
+/* Every rule with every choice on them, every child compiled by NVRTC
+ * (compositions are the apps' business: on this machine's budget they
+ * would double the test's time). */
+static void every_rule_on_the_old_style_twins(void **state) {
+  (void)state;
+  static tally twins;
+  unsigned applied = 0, units = 0;
+  run_directory("rules/meaning", true, false, &twins, &applied, &units);
+  print_tally(&twins);
+  size_t nrules;
+  const ks_rule *const *rules = ks_rules_all(&nrules);
+  static const char *const want[] = {"warp_rows", "coarsen", "vectorize", "unroll"};
+  for (size_t w = 0; w < sizeof want / sizeof *want; w++)
+    for (size_t ri = 0; ri < nrules; ri++) {
+      if (strcmp(rules[ri]->name, want[w]))
+        continue;
+      unsigned sum = 0;
+      for (size_t k = 0; k < twins.nkernels; k++)
+        sum += twins.applied[k][ri];
+      if (!sum)
+        fail_msg("rule %s applied to no old-style kernel", want[w]);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(edits_apply_in_order),
@@ -663,6 +761,8 @@ int main(void) {
       cmocka_unit_test(launch_rules_edge_cases),
       cmocka_unit_test(every_rule_on_the_edge_cases),
       cmocka_unit_test(every_rule_on_the_loop_kernels),
+      cmocka_unit_test(old_style_twins),
+      cmocka_unit_test(every_rule_on_the_old_style_twins),
       cmocka_unit_test(every_rule_on_the_apps),
       cmocka_unit_test(every_rule_on_the_frontend_fixtures),
   };
