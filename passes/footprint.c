@@ -603,7 +603,7 @@ static bool reserved(const char *name) {
   return false;
 }
 
-static void setup_params(fp_state *st) {
+void fp_setup_params(fp_state *st) {
   const ks_kast *k = st->k;
   st->nparams = k->nparams;
   st->params = ks_arena_alloc(st->arena, (k->nparams ? k->nparams : 1) * sizeof *st->params);
@@ -687,7 +687,7 @@ int ks_footprints_of(ks_ctx *ctx, const ks_kast *kast, ks_arena *arena, ks_footp
   if (!kast || !kast->body || kast->body->kind != KS_AK_COMPOUND)
     return ks_fail(ctx, "footprint: the kernel has no body");
   fp_state st = {.ctx = ctx, .arena = arena, .k = kast, .user_minmax = -1};
-  setup_params(&st);
+  fp_setup_params(&st);
   find_aliases(&st);
   precheck(&st);
   /* The facts start with a root, so that a definition's facts are never

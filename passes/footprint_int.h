@@ -162,6 +162,10 @@ typedef struct fp_state {
   KS_ARRAY(fp_by_value_memo) by_value; /* fp_by_value's answers */
 } fp_state;
 
+/* st->params from the kernel's parameters (each integer scalar that a guard
+ * can name, and never modified, becomes a symbol) and st->launch: the
+ * symbols the analysis, and rules_meaning's folding, build bounds on. */
+void fp_setup_params(fp_state *st);
 /* Records why and returns false (printf-style). */
 bool fp_fail(fp_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A node's text, shortened for a message. */

@@ -19,52 +19,14 @@ struct ks_meaning {
   bool defs_built;
 };
 
-static bool guard_reserved(const char *name) {
-  static const char *const words[] = {"grid_x", "grid_y",   "grid_z",   "block_x", "block_y",
-                                      "block_z", "min",     "max",      "abs",     "ceil_div",
-                                      "round_up", "log2",   "is_pow2",  "sizeof"};
-  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-    if (!strcmp(name, words[i]))
-      return true;
-  return false;
-}
-
 ks_meaning *ks_meaning_open(ks_ctx *ctx, const ks_kast *k, ks_arena *arena) {
   ks_meaning *m = ks_arena_alloc(arena, sizeof *m);
-  memset(m, 0, sizeof *m);
   fp_state *st = &m->st;
   st->ctx = ctx;
   st->arena = arena;
   st->k = k;
   st->user_minmax = -1;
-  st->nparams = k->nparams;
-  st->params = ks_arena_alloc(arena, (k->nparams ? k->nparams : 1) * sizeof *st->params);
-  memset(st->params, 0, (k->nparams ? k->nparams : 1) * sizeof *st->params);
-  for (size_t i = 0; i < k->nparams; i++) {
-    fp_param *p = &st->params[i];
-    const ks_anode *d = k->params[i];
-    p->decl = d;
-    p->pointer = d->is_pointer;
-    if (p->pointer || !d->name || !*d->name)
-      continue;
-    fp_sign s = fp_int_type(d->type);
-    if (s == FP_NOT_INT)
-      p->sym_why = ks_arena_printf(arena, "'%s' has type '%s'", d->name, d->type ? d->type : "?");
-    else if (guard_reserved(d->name))
-      p->sym_why = ks_arena_printf(arena, "the parameter '%s' has a name guards cannot use",
-                                   d->name);
-    else if (k->body && fp_modified(st, k->body, d))
-      p->sym_why = ks_arena_printf(arena, "the kernel modifies '%s'", d->name);
-    else
-      p->sym = fp_sym(st, d->name, (int)i,
-                      s == FP_UNSIGNED || (s == FP_NARROW && d->type &&
-                                           (strstr(d->type, "unsigned") || strstr(d->type, "uint")))
-                          ? 0
-                          : FP_NO_LOWER);
-  }
-  static const char *const launch[] = {"grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"};
-  for (int d = 0; d < 6; d++)
-    st->launch[d] = fp_sym(st, launch[d], 1000 + d, 1);
+  fp_setup_params(st); /* the footprint analysis's symbols, the same way */
   return m;
 }
 
