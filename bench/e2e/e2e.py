@@ -149,8 +149,12 @@ def run_program(p, ks, nvcc, work, seconds):
     for f in p["sources"]:
         shutil.copy(os.path.join(p["dir"], f), d)
     for f in p["copy"]:
-        (shutil.copytree if os.path.isdir(f) else shutil.copy)(f, os.path.join(
-            os.path.dirname(d) if os.path.isdir(f) else d, os.path.basename(f)))
+        # A shared folder (testdata/apps/common) sits beside the programs, as
+        # in the tree they come from; the programs after the first find it there.
+        if os.path.isdir(f):
+            shutil.copytree(f, os.path.join(os.path.dirname(d), os.path.basename(f)), dirs_exist_ok=True)
+        else:
+            shutil.copy(f, d)
     exe = "./prog"
     cmd = [nvcc, "-O3", "-arch=sm_90"] + p["flags"] + ["-o", "prog"] + p["sources"]
     json.dump([{"directory": d, "command": " ".join(cmd), "file": f} for f in p["sources"]],
@@ -368,7 +372,7 @@ def main():
         summary = {"device": dev, "date": stamp, "command": "bench/e2e/e2e.py " + " ".join(sys.argv[1:]),
                    "seconds_per_kernel": args.seconds, "programs": rows}
         json.dump(summary, open(base + ".json", "w"), indent=1)
-    write_markdown(base, summary)
+    fast, disp = write_markdown(base, summary)
     print("\n" + table(rows))
     print("FAST winners: %d; dispatched by apply: %d" % (fast, disp))
     print("wrote %s.json and .md" % base)
