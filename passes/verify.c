@@ -428,6 +428,18 @@ void ks_verify_judge(ks_arena *a, ks_verify_kernel *k, bool program_failed) {
   bool short_of = k->speedup < 1.0 || k->speedup < KS_VERIFY_SEARCH_SHARE * k->search_speedup;
   if (ran && k->speedup > 0 && !short_of) {
     k->verdict = KS_VERIFY_FASTER;
+    /* Faster in the program by more than the tenth the search is trusted
+     * to: good news, but the search's number then does not describe the
+     * program either, and the user is told why where it can be seen. */
+    if (k->search_speedup > 0 && KS_VERIFY_SEARCH_SHARE * k->speedup > k->search_speedup) {
+      const char *c = cause_of(a, k, &k->cause_kind);
+      if (k->cause_kind == KS_CAUSE_UNKNOWN)
+        c = "the profile shows the same launch and size as the search's; the program's timing "
+            "differs from the judge's (its L2 not flushed between launches, other work beside "
+            "it)";
+      k->cause = ks_arena_printf(a, "faster in the program (%.2fx) than in the search (%.2fx): %s",
+                                 k->speedup, k->search_speedup, c);
+    }
     return;
   }
   k->verdict = KS_VERIFY_NOT_FASTER;

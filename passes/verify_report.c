@@ -230,6 +230,8 @@ void ks_verify_print(FILE *out, const ks_verify_report *r, const ks_verify_print
               ks_verify_site_paths(&a, &k->sites.items[s]));
     if (k->verdict == KS_VERIFY_NOT_FASTER)
       fprintf(out, "    not faster: %s\n", k->cause);
+    else if (k->verdict == KS_VERIFY_FASTER && k->cause)
+      fprintf(out, "    %s\n", k->cause);
   }
   if (not_run) {
     fprintf(out, "%zu winner%s never ran in the program:", not_run, not_run == 1 ? "" : "s");

@@ -311,6 +311,24 @@ static void test_verdicts(void **state) {
   assert_int_equal(k.verdict, KS_VERIFY_NOT_FASTER); /* more than 10% under */
   assert_int_equal(k.cause_kind, KS_CAUSE_UNKNOWN);
   assert_string_equal(k.cause, "unknown");
+  /* Faster than the search said by more than a tenth: still faster, and
+   * why is said (here the profile shows nothing else). */
+  k = base_kernel(&a, 2.4);
+  ks_verify_judge(&a, &k, false);
+  assert_int_equal(k.verdict, KS_VERIFY_FASTER);
+  assert_int_equal(k.cause_kind, KS_CAUSE_UNKNOWN);
+  assert_non_null(strstr(k.cause, "faster in the program (2.40x) than in the search (2.00x): "
+                                  "the profile shows the same launch and size"));
+  k = base_kernel(&a, 2.4);
+  k.search_warm = true;
+  k.search_warm_speedup = 2.5;
+  ks_verify_judge(&a, &k, false);
+  assert_int_equal(k.verdict, KS_VERIFY_FASTER);
+  assert_int_equal(k.cause_kind, KS_CAUSE_WARM);
+  assert_non_null(strstr(k.cause, "warm cache: the search measured 2.50x with a warm L2"));
+  k = base_kernel(&a, 2.15); /* within a tenth above: nothing to say */
+  ks_verify_judge(&a, &k, false);
+  assert_null(k.cause);
   k = base_kernel(&a, 0.95);
   k.search_speedup = 1.02;
   ks_verify_judge(&a, &k, false);

@@ -105,6 +105,8 @@ check "the private files are removed" [ -z "$(ls -A "$repo/.kernelsmith" | grep 
 check "table: saxpy 0.8 ms -> 0.4 ms, 4/4 launches, 2.00x, faster" \
   grep -Eq '^saxpy_kernel +0\.800 +0\.400 +4/4 +2\.00x +[0-9.]+x  faster$' "$tmp/1.out"
 check "table: saxpy's site took the variant" grep -qx "    saxpy/saxpy.cu:41: variant 4/4" "$tmp/1.out"
+check "table: saxpy faster than the search said, and why" \
+  grep -q "^    faster in the program (2.00x) than in the search (1.25x): warm cache: " "$tmp/1.out"
 check "table: gelu 0.5 ms both times, 1.00x, not faster" \
   grep -Eq '^gelu_forward_kernel +0\.500 +0\.500 +2/2 +1\.00x +[0-9.]+x  not faster$' "$tmp/1.out"
 check "table: gelu's guards failed" grep -qx "    gelu/gelu.cu:30: guards failed 2" "$tmp/1.out"
@@ -126,7 +128,10 @@ assert d["unlisted_kernels"] == 1, d
 k = {x["kernel"]: x for x in d["kernels"]}
 assert sorted(k) == ["gelu_forward_kernel", "saxpy_kernel", "softmax_rows_kernel"], list(k)
 s = k["saxpy_kernel"]
-assert s["verdict"] == "faster" and s["cause"] is None and s["variant"] == "saxpy_kernel_ks", s
+assert s["verdict"] == "faster" and s["variant"] == "saxpy_kernel_ks", s
+# 2.00x in the program against the search's 1.25x: faster, and why is said.
+assert s["cause"] == "warm cache", s
+assert s["cause_detail"].startswith("faster in the program (2.00x) than in the search (1.25x): warm cache: "), s
 assert abs(s["before"]["ms"] - 0.8) < 1e-9 and abs(s["after"]["ms"] - 0.4) < 1e-9, s
 assert s["before"]["launches"] == 4 and s["after"]["variant_launches"] == 4, s
 assert s["after"]["original_launches"] == 0 and abs(s["speedup"] - 2.0) < 1e-9, s
