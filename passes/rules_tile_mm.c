@@ -11,13 +11,21 @@
  * y = tile y + threadIdx.y + r * (T / R); per k-tile the block loads T x T
  * of each operand into padded __shared__ tiles (zero outside the bounds,
  * the load mapped so that a warp reads along the operand's contiguous
- * index), synchronizes, and accumulates in registers. The user's code
+ * index), synchronizes, and accumulates in registers. With Rx > 1 as well
+ * (param T * 10000 + R * 100 + Rx), each thread also computes Rx outputs
+ * along x, x = tile x + threadIdx.x + c * (T / Rx), block (T / Rx, T / R):
+ * an R x Rx block of outputs in registers, the classic register tiling,
+ * which reads R + Rx shared values per R * Rx multiply-adds instead of
+ * R + 1 per R. The user's code
  * around the loop is replayed twice per output, each time under its own
  * bounds checks and with `return` turned into `continue`: the prologue
  * (everything up to the loop, then ks_acc[r] = ACC) and the epilogue
  * (declarations and checks again, ACC = ks_acc[r], then everything after
  * the loop). Every thread takes part in the loads and barriers. param
- * encodes T and R: T * 100 + R (3204: 32 x 32 tiles, block 32 x 8).
+ * encodes T and R: T * 100 + R (3204: 32 x 32 tiles, block 32 x 8), or T,
+ * R and Rx: T * 10000 + R * 100 + Rx (640404: 64 x 64 tiles, 4 x 4
+ * outputs per thread, block 16 x 16). Bounds are read as the compiler
+ * sees them (rules_meaning: macros, function-like ones too, constants).
  *
  * Floating point: each output still sums its terms k = 0, 1, ..., K - 1 in
  * order, starting from the same value and with the same expression (the
@@ -33,13 +41,15 @@
 #include <string.h>
 
 #include "ks_buf.h"
+#include "rules_meaning.h"
 #include "rules_smem_int.h"
 
 typedef struct mm_plan {
   int tile, regs, rows; /* T, R, T / R */
+  int xregs, cols;      /* Rx, T / Rx (1 and T without tiling along x) */
   const ks_anode *x, *y, *k;
   const ks_anode *x_stmt, *y_stmt;
-  const ks_anode *x_bdim, *y_bdim, *y_tid;
+  const ks_anode *x_bdim, *y_bdim, *y_tid, *x_tid;
   const ks_anode *loop;     /* the FOR */
   const ks_anode *loop_stmt;/* the FOR, or the statement holding it with its pragma */
   ks_smem_bound kb, xb, yb;
@@ -386,7 +396,7 @@ static const char *plan(const ks_smem_rewrite *w, const ks_smem_facts *f, mm_pla
     if (!st)
       continue;
     if (!p->x && (v = index_stmt(st, 'x', &bd, &td))) {
-      p->x = v, p->x_stmt = st, p->x_bdim = bd;
+      p->x = v, p->x_stmt = st, p->x_bdim = bd, p->x_tid = td;
       if (bd->from_macro || td->from_macro)
         return "computes its indices in a macro";
     } else if (!p->y && (v = index_stmt(st, 'y', &bd, &td))) {
@@ -549,8 +559,8 @@ static const char *replace_upd(const ks_anode *n, void *arg) {
  * which becomes `ks_acc[r] = ACC;`), phase 1 the epilogue (declarations
  * and checks, `ACC = ks_acc[r];` in the loop's place, what follows it). */
 static const char *replay(ks_ctx *ctx, const ks_smem_rewrite *w, const mm_plan *p, int phase,
-                          const char *T, const char *ty_r, const char *acc_text,
-                          const char *r) {
+                          const char *T, const char *ty_r, const char *tx_c, const char *acc_text,
+                          const char *slot) {
   ks_arena *arena = w->arena;
   ks_edits e = {0};
   ks_rt_nodes cut = {0};
@@ -583,10 +593,12 @@ static const char *replay(ks_ctx *ctx, const ks_smem_rewrite *w, const mm_plan *
   ks_edits_add(arena, &e, p->x_bdim->begin, p->x_bdim->end, T);
   ks_edits_add(arena, &e, p->y_bdim->begin, p->y_bdim->end, T);
   ks_edits_add(arena, &e, p->y_tid->begin, p->y_tid->end, ty_r);
+  if (tx_c)
+    ks_edits_add(arena, &e, p->x_tid->begin, p->x_tid->end, tx_c);
   ks_edits_add(arena, &e, ks_rt_begin_with_pragmas(w->unit, p->loop_stmt->begin),
                ks_rt_stmt_end_deep(w->unit, p->loop_stmt),
-               phase == 0 ? ks_arena_printf(arena, "ks_acc[%s] = %s;", r, acc_text)
-                          : ks_arena_printf(arena, "%s = ks_acc[%s];", acc_text, r));
+               phase == 0 ? ks_arena_printf(arena, "%s = %s;", slot, acc_text)
+                          : ks_arena_printf(arena, "%s = %s;", acc_text, slot));
   const ks_anode *body = w->in->ast->body;
   ks_rt_nodes all = ks_rt_collect(arena, body);
   for (size_t n = 0; n < all.len; n++) {
@@ -639,13 +651,23 @@ static void load(ks_buf *b, const ks_smem_rewrite *w, const mm_plan *p, const ch
                  const ks_smem_bound *ob, bool along_k, bool outer_first, const char *elem) {
   ks_arena *arena = w->arena;
   const char *spread = ks_arena_printf(arena, "threadIdx.y + ks_l * %d", p->rows);
-  const char *o_at = along_k ? spread : "threadIdx.x";
-  const char *k_at = along_k ? "threadIdx.x" : spread;
-  const char *o_sum = along_k ? ks_arena_printf(arena, "(%s)", spread) : o_at;
-  const char *k_sum = along_k ? k_at : ks_arena_printf(arena, "(%s)", spread);
+  /* Along threadIdx.x: the block's T / Rx columns of threads cover the
+   * tile's T in Rx steps. */
+  const char *lane = p->xregs > 1 ? ks_arena_printf(arena, "threadIdx.x + ks_m * %d", p->cols)
+                                  : "threadIdx.x";
+  const char *o_at = along_k ? spread : lane;
+  const char *k_at = along_k ? lane : spread;
+  const char *lane_sum = p->xregs > 1 ? ks_arena_printf(arena, "(%s)", lane) : lane;
+  const char *o_sum = along_k ? ks_arena_printf(arena, "(%s)", spread) : lane_sum;
+  const char *k_sum = along_k ? lane_sum : ks_arena_printf(arena, "(%s)", spread);
   const char *ot = ks_smem_unqualified(arena, outer->type ? outer->type : "int");
   const char *kt = ks_smem_unqualified(arena, p->k->type ? p->k->type : "int");
   ks_buf_addf(b, "%s#pragma unroll\n%sfor (int ks_l = 0; ks_l < %d; ++ks_l) {\n", I, I, p->regs);
+  if (p->xregs > 1) {
+    I = ks_arena_printf(arena, "%s%s", I, w->indent);
+    ks_buf_addf(b, "%s#pragma unroll\n%sfor (int ks_m = 0; ks_m < %d; ++ks_m) {\n", I, I,
+                p->xregs);
+  }
   ks_buf_addf(b, "%s%sconst %s %s = %s + %s;\n", I, w->indent, ot, outer->name, origin, o_sum);
   ks_buf_addf(b, "%s%sconst %s %s = ks_k0 + %s;\n", I, w->indent, kt, p->k->name, k_sum);
   ks_buf_addf(b, "%s%s%s[%s][%s] = (%s %s %s && %s %s %s) ? %s : (%s)0;\n", I, w->indent, tile,
@@ -655,16 +677,26 @@ static void load(ks_buf *b, const ks_smem_rewrite *w, const mm_plan *p, const ch
               ks_rt_paren(arena, ks_rt_text_of(arena, w->in, p->kb.bound)),
               ks_rt_text_of(arena, w->in, op), elem);
   ks_buf_addf(b, "%s}\n", I);
+  if (p->xregs > 1)
+    ks_buf_addf(b, "%.*s}\n", (int)(strlen(I) - strlen(w->indent)), I);
 }
 
 static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
                       ks_rule_result *out) {
   memset(out, 0, sizeof *out);
-  mm_plan p = {.tile = param >= 100 ? param / 100 : param, .regs = param >= 100 ? param % 100 : 1};
-  if ((p.tile != 16 && p.tile != 32) || p.regs < 1 || p.tile % p.regs || p.tile / p.regs < 2)
-    return ks_smem_no(out, arena, "parameter %d is not a tile T (16, 32) or T * 100 + R with R dividing T",
+  mm_plan p = {.tile = param >= 10000 ? param / 10000 : param >= 100 ? param / 100 : param,
+               .regs = param >= 10000 ? param / 100 % 100 : param >= 100 ? param % 100 : 1,
+               .xregs = param >= 10000 ? param % 100 : 1};
+  if ((p.tile != 16 && p.tile != 32 && p.tile != 64) || p.regs < 1 || p.tile % p.regs ||
+      p.tile / p.regs < 2 || p.xregs < 1 || p.tile % p.xregs || p.tile / p.xregs < 2 ||
+      (p.tile == 64 && p.xregs == 1) || (p.tile / p.regs) * (p.tile / p.xregs) > 1024)
+    return ks_smem_no(out, arena,
+                      "parameter %d is not a tile T (16, 32), T * 100 + R or T * 10000 + R * 100 + "
+                      "Rx (T 16, 32 or 64, R and Rx dividing T, at most 1024 threads; 64 only "
+                      "with Rx > 1)",
                       param);
   p.rows = p.tile / p.regs;
+  p.cols = p.tile / p.xregs;
   ks_smem_rewrite w;
   ks_smem_facts f;
   const char *why = ks_smem_refusal(in, arena, &w, &f);
@@ -693,6 +725,15 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return ks_smem_no(out, arena, "the parent's launch policy does not read: %s", ctx->error);
   const char *gxb = guard_text(arena, p.xb.bound), *gyb = guard_text(arena, p.yb.bound);
+  if (!gxb || !gyb) {
+    /* As the compiler reads them: macros (function-like too), constants. */
+    ks_meaning *m = ks_meaning_open(ctx, in->ast, arena);
+    if (!gxb)
+      gxb = ks_meaning_value(m, p.xb.bound, NULL);
+    if (!gyb)
+      gyb = ks_meaning_value(m, p.yb.bound, NULL);
+    ks_meaning_close(m);
+  }
   if (!gxb || !gyb)
     return ks_smem_no(out, arena, "bounds its indices by expressions the launch policy cannot state");
   const char *cover_x = ks_arena_printf(arena, "%s * %s %s %s", ks_smem_operand(arena, pol.grid[0]),
@@ -704,7 +745,13 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   if (!ks_rt_guard_evaluates(in, cover_x) || !ks_rt_guard_evaluates(in, cover_y))
     return ks_smem_no(out, arena,
                       "its bounds are not expressions of the launch and the scalar parameters");
-  if (2ull * p.tile * (p.tile + 1) * 8 > in->max_smem_per_block)
+  /* Element sizes: 4 bytes for float and the 32-bit integers, else taken
+   * as 8 (double; a wider type only refuses sooner). */
+  unsigned long long esz = 8;
+  if (!strcmp(ey, "float") && !strcmp(ex, "float"))
+    esz = 4;
+  unsigned long long tiles = 2ull * p.tile * (p.tile + 1) * esz;
+  if (tiles > in->max_smem_per_block || tiles > 48 * 1024) /* static __shared__ stops at 48 KB */
     return ks_smem_no(out, arena, "two %dx%d tiles do not fit in shared memory", p.tile, p.tile);
 
   /* The text. */
@@ -712,39 +759,64 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   const char *I3 = ks_arena_printf(arena, "%s%s", I2, I);
   const char *T = ks_arena_printf(arena, "%d", p.tile);
   const char *ty_r = ks_arena_printf(arena, "(threadIdx.y + ks_r * %d)", p.rows);
+  bool xt = p.xregs > 1;
+  const char *tx_c = xt ? ks_arena_printf(arena, "(threadIdx.x + ks_c * %d)", p.cols) : NULL;
+  const char *slot = xt ? "ks_acc[ks_r][ks_c]" : "ks_acc[ks_r]";
   const char *acc_text = ks_rt_text_of(arena, in, p.acc);
-  const char *pro = replay(ctx, &w, &p, 0, T, ty_r, acc_text, "ks_r");
-  const char *epi = replay(ctx, &w, &p, 1, T, ty_r, acc_text, "ks_r");
+  const char *pro = replay(ctx, &w, &p, 0, T, ty_r, tx_c, acc_text, slot);
+  const char *epi = replay(ctx, &w, &p, 1, T, ty_r, tx_c, acc_text, slot);
   if (!pro || !epi)
     return -1;
   const char *kt = ks_smem_unqualified(arena, p.k->type ? p.k->type : "int");
   const char *kbound = ks_rt_paren(arena, ks_rt_text_of(arena, in, p.kb.bound));
   const char *kop = p.kb.inclusive ? "<=" : "<";
-  upd_render ur = {&p, "ks_acc[ks_r]",
+  upd_render ur = {&p, slot,
                    ks_arena_printf(arena, "ks_ty[threadIdx.y + ks_r * %d][ks_kk]", p.rows),
-                   "ks_tx[ks_kk][threadIdx.x]"};
+                   xt ? ks_arena_printf(arena, "ks_tx[ks_kk][threadIdx.x + ks_c * %d]", p.cols)
+                      : "ks_tx[ks_kk][threadIdx.x]"};
   const char *upd = ks_rt_render_str(arena, w.unit, p.upd, replace_upd, &ur);
   const char *origin_y = ks_arena_printf(arena, "blockIdx.y * %d", p.tile);
   const char *origin_x = ks_arena_printf(arena, "blockIdx.x * %d", p.tile);
 
   ks_buf b = KS_BUF_INIT;
-  ks_buf_addf(&b, "\n%s/* tile_matmul: %dx%d tiles, %d outputs per thread along y. Each output "
-                  "sums k = 0..K-1 in the original order. */\n",
-              I, p.tile, p.tile, p.regs);
+  if (xt)
+    ks_buf_addf(&b, "\n%s/* tile_matmul: %dx%d tiles, %dx%d outputs per thread (y by x). Each "
+                    "output sums k = 0..K-1 in the original order. */\n",
+                I, p.tile, p.tile, p.regs, p.xregs);
+  else
+    ks_buf_addf(&b, "\n%s/* tile_matmul: %dx%d tiles, %d outputs per thread along y. Each output "
+                    "sums k = 0..K-1 in the original order. */\n",
+                I, p.tile, p.tile, p.regs);
   ks_buf_addf(&b, "%s__shared__ %s ks_ty[%d][%d + 1];\n", I, ey, p.tile, p.tile);
   ks_buf_addf(&b, "%s__shared__ %s ks_tx[%d][%d + 1];\n", I, ex, p.tile, p.tile);
-  ks_buf_addf(&b, "%s%s ks_acc[%d];\n", I, acc_type, p.regs);
-  ks_buf_addf(&b, "%s#pragma unroll\n%sfor (int ks_r = 0; ks_r < %d; ++ks_r) {\n", I, I, p.regs);
-  ks_buf_addf(&b, "%sks_acc[ks_r] = (%s)0;\n", I2, acc_type);
+  /* Each output's loops: over r, and over c when tiled along x. */
+  const char *open_rc =
+      xt ? ks_arena_printf(arena,
+                           "%s#pragma unroll\n%sfor (int ks_r = 0; ks_r < %d; ++ks_r)\n"
+                           "%s#pragma unroll\n%sfor (int ks_c = 0; ks_c < %d; ++ks_c) {\n",
+                           I, I, p.regs, I, I, p.xregs)
+         : ks_arena_printf(arena, "%s#pragma unroll\n%sfor (int ks_r = 0; ks_r < %d; ++ks_r) {\n",
+                           I, I, p.regs);
+  if (xt)
+    ks_buf_addf(&b, "%s%s ks_acc[%d][%d];\n", I, acc_type, p.regs, p.xregs);
+  else
+    ks_buf_addf(&b, "%s%s ks_acc[%d];\n", I, acc_type, p.regs);
+  ks_buf_adds(&b, open_rc);
+  ks_buf_addf(&b, "%s%s = (%s)0;\n", I2, slot, acc_type);
   ks_buf_addf(&b, "%s%s\n%s}\n", I2, ks_rt_indent_more(arena, pro, I), I);
   ks_buf_addf(&b, "%sfor (%s ks_k0 = 0; ks_k0 %s %s; ks_k0 += %d) {\n", I, kt, kop, kbound, p.tile);
   load(&b, &w, &p, I2, "ks_ty", p.opy, p.y, origin_y, &p.yb, p.y_along_k, true, ey);
   load(&b, &w, &p, I2, "ks_tx", p.opx, p.x, origin_x, &p.xb, p.x_along_k, false, ex);
   ks_buf_addf(&b, "%s__syncthreads();\n", I2);
   const char *I4 = ks_arena_printf(arena, "%s%s", I3, I);
-  const char *inner = ks_arena_printf(
-      arena, "%s#pragma unroll\n%sfor (int ks_r = 0; ks_r < %d; ++ks_r)\n%s%s%s;\n", I4, I4, p.regs,
-      I4, I, upd);
+  const char *inner =
+      xt ? ks_arena_printf(arena,
+                           "%s#pragma unroll\n%sfor (int ks_r = 0; ks_r < %d; ++ks_r)\n"
+                           "%s%s#pragma unroll\n%s%sfor (int ks_c = 0; ks_c < %d; ++ks_c)\n"
+                           "%s%s%s%s;\n",
+                           I4, I4, p.regs, I4, I, I4, I, p.xregs, I4, I, I, upd)
+         : ks_arena_printf(arena, "%s#pragma unroll\n%sfor (int ks_r = 0; ks_r < %d; ++ks_r)\n%s%s%s;\n",
+                           I4, I4, p.regs, I4, I, upd);
   ks_buf_addf(&b, "%sif (ks_k0 + %d %s %s) {\n", I2, p.tile - 1, kop, kbound);
   ks_buf_addf(&b, "%s#pragma unroll\n%sfor (int ks_kk = 0; ks_kk < %d; ++ks_kk) {\n%s%s}\n", I3, I3,
               p.tile, inner, I3);
@@ -754,7 +826,7 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   ks_buf_addf(&b, "%s}\n", I2);
   ks_buf_addf(&b, "%s__syncthreads();\n", I2);
   ks_buf_addf(&b, "%s}\n", I);
-  ks_buf_addf(&b, "%s#pragma unroll\n%sfor (int ks_r = 0; ks_r < %d; ++ks_r) {\n", I, I, p.regs);
+  ks_buf_adds(&b, open_rc);
   ks_buf_addf(&b, "%s%s\n%s}\n", I2, ks_rt_indent_more(arena, epi, I), I);
   const char *text = ks_arena_strdup(arena, b.data);
   ks_buf_release(&b);
@@ -772,7 +844,7 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
                                 ks_smem_operand(arena, pol.block[0]), p.tile);
   pol.grid[1] = gy;
   pol.grid[2] = "1";
-  pol.block[0] = T;
+  pol.block[0] = ks_arena_printf(arena, "%d", p.cols);
   pol.block[1] = ks_arena_printf(arena, "%d", p.rows);
   pol.block[2] = "1";
   ks_rule_policy_write(arena, &pol, &out->child);
@@ -780,17 +852,21 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   ks_rule_require(arena, &out->child, cover_y);
   ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s <= 65535", gy));
   out->applied = true;
-  out->technique = ks_arena_printf(arena, "tile_mm=%dx%dr%d", p.tile, p.tile, p.regs);
+  out->technique = xt ? ks_arena_printf(arena, "tile_mm=%dx%dr%dx%d", p.tile, p.tile, p.regs, p.xregs)
+                      : ks_arena_printf(arena, "tile_mm=%dx%dr%d", p.tile, p.tile, p.regs);
   return 0;
 }
 
-/* T alone (R = 1) or T * 100 + R. */
-static const int tile_choices[] = {3204, 1602, 32, 3202, 16, 1604, 3208};
+/* T alone (R = 1), T * 100 + R, or T * 10000 + R * 100 + Rx. The 2-D
+ * register tiles come last, so that the draws of the earlier choices stay
+ * as they were. */
+static const int tile_choices[] = {3204, 1602, 32, 3202, 16, 1604, 3208, 640404, 640804, 320404, 640808};
 
 const ks_rule ks_rule_tile_matmul = {
     "tile_matmul",
     "one thread per output of a matrix product: shared-memory k-tiles of both operands, "
-    "R outputs per thread in registers (param: tile * 100 + R, or the tile alone)",
+    "R (or R x Rx) outputs per thread in registers (param: tile * 100 + R, tile * 10000 + "
+    "R * 100 + Rx, or the tile alone)",
     false,
     tile_choices,
     sizeof tile_choices / sizeof *tile_choices,

@@ -210,9 +210,43 @@ static void sgemm_app(void **state) {
   const ks_rule *r = rule("tile_matmul");
   for (size_t c = 0; c < r->nchoices; c++) {
     int param = r->choices[c];
-    int tile = param >= 100 ? param / 100 : param, regs = param >= 100 ? param % 100 : 1;
-    int rows = tile / regs;
+    int tile = param >= 10000 ? param / 10000 : param >= 100 ? param / 100 : param;
+    int regs = param >= 10000 ? param / 100 % 100 : param >= 100 ? param % 100 : 1;
+    int xregs = param >= 10000 ? param % 100 : 1;
+    int rows = tile / regs, cols = tile / xregs;
     ks_variant child = apply_ok(s, &s->in, "tile_matmul", param);
+    if (xregs > 1) {
+      /* Register tiles of regs x xregs outputs: both indices step through
+       * the tile, both loads cover it in steps of the block. */
+      expect_text(&child, ks_arena_printf(&s->arena, "float ks_acc[%d][%d];", regs, xregs));
+      expect_text(&child, ks_arena_printf(&s->arena,
+                                          "int row = blockIdx.y * %d + (threadIdx.y + ks_r * %d);",
+                                          tile, rows));
+      expect_text(&child, ks_arena_printf(&s->arena,
+                                          "int col = blockIdx.x * %d + (threadIdx.x + ks_c * %d);",
+                                          tile, cols));
+      expect_text(&child, ks_arena_printf(&s->arena,
+                                          "ks_ty[threadIdx.y + ks_l * %d][threadIdx.x + ks_m * %d] = "
+                                          "(row < M && k < K) ? A[row * K + k] : (float)0;",
+                                          rows, cols));
+      expect_text(&child, ks_arena_printf(&s->arena,
+                                          "ks_acc[ks_r][ks_c] += ks_ty[threadIdx.y + ks_r * %d][ks_kk] * "
+                                          "ks_tx[ks_kk][threadIdx.x + ks_c * %d];",
+                                          rows, cols));
+      expect_text(&child, "acc = ks_acc[ks_r][ks_c];");
+      assert_int_equal(count_of(child.source, "C[row * N + col] = alpha * acc + beta * C[row * N + col];"), 1);
+      expect_uniform_barriers(&child);
+      assert_string_equal(child.block, ks_arena_printf(&s->arena, "dim3(%d, %d)", cols, rows));
+      ks_candidate cand = resolve(s, &child, true);
+      for (size_t i = 0; i < s->t.nworkloads; i++) {
+        const ks_launch_cfg *o = &s->t.workloads[i].launch, *l = &cand.launches[i];
+        assert_int_equal(l->grid[0], (o->grid[0] * o->block[0] + tile - 1) / tile);
+        assert_int_equal(l->block[0], cols);
+        assert_int_equal(l->block[1], rows);
+      }
+      queue(&b, s, &child, ks_arena_printf(&s->arena, "sgemm_naive_kernel.tile_matmul=%d", param));
+      continue;
+    }
     expect_text(&child, ks_arena_printf(&s->arena, "__shared__ float ks_ty[%d][%d + 1];", tile, tile));
     expect_text(&child, ks_arena_printf(&s->arena, "__shared__ float ks_tx[%d][%d + 1];", tile, tile));
     expect_text(&child, ks_arena_printf(&s->arena, "float ks_acc[%d];", regs));

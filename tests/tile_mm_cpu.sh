@@ -17,14 +17,16 @@ printf '#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(
 "$cxx" -std=c++20 -pthread "$work/probe.cpp" -o "$work/probe" 2>/dev/null || {
   echo "tile_mm_cpu: no C++20 compiler with <barrier> ($cxx); skipped"; exit 77; }
 sed -n '/^__global__ void sgemm_naive_kernel/,/^}/p' "$data/apps/sgemm/sgemm.cu" >"$work/sgemm_orig.cu"
-# Three of the choices by default (R = 4, 2 and 1; each block's threads are
-# real threads, so every choice costs a minute on a small machine);
+# Four of the choices by default (R = 4, 2 and 1, and a 4 x 4 register
+# tile; each block's threads are real threads, so every choice costs a
+# minute on a small machine);
 # KS_TILE_CHOICES="..." or "all" for others.
-choices=${KS_TILE_CHOICES:-3204 1602 32}
+choices=${KS_TILE_CHOICES:-3204 1602 32 320404}
 [ "$choices" = all ] && choices=$("$bin" rewrite --list | awk '$1 == "tile_matmul" { print $2 }' | tr ',' ' ')
 fail=0
 for p in $choices; do
-  t=$((p >= 100 ? p / 100 : p)) r=$((p >= 100 ? p % 100 : 1))
+  t=$((p >= 10000 ? p / 10000 : p >= 100 ? p / 100 : p))
+  r=$((p >= 10000 ? p / 100 % 100 : p >= 100 ? p % 100 : 1)) x=$((p >= 10000 ? p % 100 : 1))
   : >"$work/v_$p.h"
   "$bin" -q rewrite --no-compdb sgemm_naive_kernel --rule tile_matmul=$p "$data/apps/sgemm" \
     >"$work/sgemm_$p.cu" || { echo "tile_mm_cpu: sgemm $p did not rewrite"; fail=1; continue; }
@@ -35,7 +37,7 @@ for p in $choices; do
     echo "#include \"${k}_$p.cu\"" >>"$work/v_$p.h"
   done
   "$cxx" -std=c++20 -O1 -ffp-contract=off -fsanitize=address,undefined -fno-sanitize-recover=all -w \
-    -pthread -I"$here" -I"$work" -DTILE=$t -DREGS=$r -DVARIANTS="\"v_$p.h\"" \
+    -pthread -I"$here" -I"$work" -DTILE=$t -DREGS=$r -DXREGS=$x -DVARIANTS="\"v_$p.h\"" \
     -DTILE_MM_CU="\"$data/rules/tile_mm.cu\"" -DSGEMM_ORIG="\"sgemm_orig.cu\"" \
     "$here/check.cpp" -o "$work/check_$p" || { echo "tile_mm_cpu: $p does not build"; fail=1; continue; }
   echo "== tile_matmul=$p"

@@ -5,9 +5,12 @@
 #ifndef TILE
 #error
 #endif
-static const unsigned T = TILE, ROWS = TILE / REGS;
+#ifndef XREGS
+#define XREGS 1
+#endif
+static const unsigned T = TILE, ROWS = TILE / REGS, COLS = TILE / XREGS;
 static dim3 vgrid(dim3 g, dim3 b) { return dim3(cdiv(g.x * b.x, T), cdiv(g.y * b.y, T)); }
-static dim3 vblock() { return dim3(T, ROWS); }
+static dim3 vblock() { return dim3(COLS, ROWS); }
 
 int main() {
   int bad = 0;
