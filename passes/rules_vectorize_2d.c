@@ -510,10 +510,12 @@ static int apply_vectorize_2d(ks_ctx *ctx, const ks_rule_input *in, int param, k
   problem = ks_rt_mapping_problem(arena, in, allowed, 2);
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
-  if (!ks_shape_guardable(sh.body, sh.bound))
-    return ks_rt_not_applicable(arena, out,
-                                "the bound '%s' is not made of scalar parameters and constants",
-                                ks_rt_text_of(arena, in, sh.bound));
+  /* The bound as the guards can state it: as written, or folded as the
+   * compiler reads it (macros, constants; rules_meaning). */
+  const char *bound_why = NULL;
+  const char *bound_text = ks_shape_bound_guard(ctx, arena, in, sh.bound, &bound_why);
+  if (!bound_text)
+    return ks_rt_not_applicable(arena, out, "%s", bound_why);
   ks_v2 s = {.arena = arena, .in = in, .body = sh.body, .x = sh.var[0]};
   emit e = {.s = &s, .arena = arena, .in = in};
   s.x0 = fresh(&e, "ks_x0");
@@ -564,7 +566,7 @@ static int apply_vectorize_2d(ks_ctx *ctx, const ks_rule_input *in, int param, k
     return -1;
   ks_variant *child = &out->child;
   ks_rule_require(arena, child,
-                  ks_shape_coverage_guard(arena, &pol, 0, ks_rt_text_of(arena, in, sh.bound)));
+                  ks_shape_coverage_guard(arena, &pol, 0, bound_text));
   const char *xtype = ks_shape_without_const(s.x->type ? s.x->type : "int");
   if (!ks_shape_is_wide_type(xtype))
     ks_rule_require(arena, child,

@@ -701,6 +701,15 @@ static void old_style_twins(void **state) {
   assert_true(r.applied);
   assert_true(has_guard(&r.child, "grid_y * block_y >= 768"));
   assert_string_equal(r.child.grid, "dim3(grid_x, ceil_div(grid_y, 4), grid_z)");
+  /* vectorize_2d: the rows' bound W - 1 folded for the guard, the code
+   * keeping the user's macros */
+  r = apply_to(f, "blur_rows_macro", "vectorize_2d", 4);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "grid_x * block_x >= 1023"));
+  assert_true(has_guard(&r.child, "disjoint(src, dst)"));
+  assert_non_null(strstr(r.child.source, "col < W - 1"));
+  for (size_t i = 0; i < r.child.requires.len; i++)
+    assert_null(strstr(r.child.requires.items[i], "W"));
   r = apply_to(f, "bump_const_local", "coarsen", 2);
   assert_true(r.applied);
   assert_true(has_guard(&r.child, "grid_x * block_x >= (nrow * ncol)"));

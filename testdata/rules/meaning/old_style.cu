@@ -155,6 +155,23 @@ __global__ void halve_image(float *img)
         img[row * W + col] = img[row * W + col] * 0.5f;
 }
 
+/* A three-point blur along the rows from one image into another, the
+ * bounds macros naming macros: vectorize_2d folds them for its guard. */
+/* kernelsmith:
+ *   size timed: w = 1024, h = 768
+ *   in  src[w * h] uniform(-1, 1)
+ *   out dst[w * h] tol(atol = 1e-6, rtol = 1e-6)
+ *   launch grid = dim3(w / 16, h / 16), block = dim3(16, 16)
+ */
+__global__ void blur_rows_macro(const float *src, float *dst)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < H_BOUND && col >= 1 && col < W - 1)
+        dst[row * W + col] = 0.25f * src[row * W + col - 1] + 0.5f * src[row * W + col] +
+                             0.25f * src[row * W + col + 1];
+}
+
 /* The bound is a const local computed from the scalars. */
 /* kernelsmith:
  *   size timed: nrow = 1024, ncol = 1024
