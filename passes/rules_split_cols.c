@@ -268,6 +268,35 @@ static bool read_region(split *s, const ks_anode *const *st, size_t n) {
   return true;
 }
 
+/* An expression of literals, operators and unmodified scalar parameters
+ * only, as the compiler sees it after macro expansion: the same value in
+ * every thread, also where the folding of rules_meaning.h cannot name it
+ * (a macro the analysis does not follow, as PolyBench's _PB_N). */
+static bool uniform(split *s, const ks_anode *e) {
+  ks_rt_nodes all = ks_rt_collect(s->arena, e);
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    switch (n->kind) {
+    case KS_AK_DECL_REF:
+      if (!n->decl || n->decl->kind != KS_AK_PARAM || n->decl->is_pointer ||
+          ks_rt_modified(s->k->body, n->decl))
+        return false;
+      break;
+    case KS_AK_INT_LITERAL:
+    case KS_AK_BINARY:
+    case KS_AK_UNARY:
+      if (ks_rt_is_assignment(n) || ks_rt_is_op(n, KS_AK_UNARY, "*") ||
+          ks_rt_is_op(n, KS_AK_UNARY, "++") || ks_rt_is_op(n, KS_AK_UNARY, "--"))
+        return false;
+      break;
+    default:
+      if (!ks_rt_is_wrapper(n) && n->kind != KS_AK_PAREN)
+        return false;
+    }
+  }
+  return true;
+}
+
 /* The loop: counted, step 1, a single statement `acc += e`, `acc = acc + e`
  * (or e + acc), or the same into out[j]. */
 static bool read_loop(split *s, const ks_anode *f) {
@@ -284,7 +313,8 @@ static bool read_loop(split *s, const ks_anode *f) {
   if (v->used_after)
     return split_fail(s, "'%s' is read after its loop", v->var->name);
   const char *why = NULL;
-  if (!ks_meaning_value(s->meaning, v->start, &why) || !ks_meaning_loop_end(s->meaning, v, &why))
+  if ((!ks_meaning_value(s->meaning, v->start, &why) && !uniform(s, v->start)) ||
+      (!ks_meaning_loop_end(s->meaning, v, &why) && !uniform(s, v->bound)))
     return split_fail(s, "its loop's count is not one value for every thread of a block (%s)",
                       why ? why : "its bounds do not fold to parameters and constants");
   const ks_anode *body = f->kids[3];
