@@ -411,7 +411,7 @@ static bool split_match(split *s) {
   }
   if (first + 1 != body->nkids)
     return split_fail(s, "it has statements after its bounds-checked block");
-  s->cond = ks_rt_paren(s->arena, c);
+  s->cond = ks_arena_printf(s->arena, "(%s)", c);
   if (then->kind == KS_AK_COMPOUND)
     return read_region(s, (const ks_anode *const *)then->kids, then->nkids);
   return read_region(s, &then, 1);
