@@ -85,7 +85,8 @@ typedef struct ks_rule {
                              "fast_math", "warp_reduce", "warp_atomic",
                              "smem_histogram", "smem_transpose", "warp_rows",
                              "reduce_stride", "vectorize_2d", "tile_matmul",
-                             "scalar_replace", "hoist_invariant" */
+                             "scalar_replace", "hoist_invariant",
+                             "split_cols" */
   const char *summary;    /* one line, for --help and docs */
   bool tuning;            /* part of the tuning-only baseline (launch
                              configuration and unroll factors alone) */

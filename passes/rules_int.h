@@ -36,5 +36,7 @@ extern const ks_rule ks_rule_tile_matmul;
  * rules_invariant.c) */
 extern const ks_rule ks_rule_scalar_replace;
 extern const ks_rule ks_rule_hoist_invariant;
+/* rules_split_cols.c */
+extern const ks_rule ks_rule_split_cols;
 
 #endif
