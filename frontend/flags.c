@@ -30,6 +30,9 @@ static const char prelude[] =
     "#include <cuda_runtime.h>\n"
     "#include <cmath>\n"
     "#include <ctime>\n"
+    /* NVRTC has device assert built in; kernels call it with no include
+     * in the slice. */
+    "#include <cassert>\n"
     "using std::isfinite; using std::isinf; using std::isnan;\n"
     "#define KS_LOAD(name) template <class T> __device__ T name(const T *);\n"
     "#define KS_STORE(name) template <class T> __device__ void name(T *, T);\n"
@@ -46,7 +49,25 @@ static const char prelude[] =
     "template <class T, class... A> __device__ void surf1Dread(T *, A...);\n"
     "template <class T, class... A> __device__ void surf2Dread(T *, A...);\n"
     "template <class T, class... A> __device__ void surf3Dread(T *, A...);\n"
-    "#undef KS_STORE\n";
+    "#undef KS_STORE\n"
+    /* nvcc's math_functions.hpp gives host code min and max for the integer
+     * and floating types (host launch code sizes grids with them); clang's
+     * wrapper has only the device overloads, so each such call was an
+     * error and its host function lost. */
+    "#define KS_MINMAX(T, U, R) \\\n"
+    "  static inline __host__ R min(T a, U b) { return (R)a < (R)b ? (R)a : (R)b; } \\\n"
+    "  static inline __host__ R max(T a, U b) { return (R)a > (R)b ? (R)a : (R)b; }\n"
+    "KS_MINMAX(int, int, int) KS_MINMAX(unsigned, unsigned, unsigned)\n"
+    "KS_MINMAX(int, unsigned, unsigned) KS_MINMAX(unsigned, int, unsigned)\n"
+    "KS_MINMAX(long, long, long) KS_MINMAX(unsigned long, unsigned long, unsigned long)\n"
+    "KS_MINMAX(long, unsigned long, unsigned long) KS_MINMAX(unsigned long, long, unsigned long)\n"
+    "KS_MINMAX(long long, long long, long long)\n"
+    "KS_MINMAX(unsigned long long, unsigned long long, unsigned long long)\n"
+    "KS_MINMAX(long long, unsigned long long, unsigned long long)\n"
+    "KS_MINMAX(unsigned long long, long long, unsigned long long)\n"
+    "KS_MINMAX(float, float, float) KS_MINMAX(double, double, double)\n"
+    "KS_MINMAX(float, double, double) KS_MINMAX(double, float, double)\n"
+    "#undef KS_MINMAX\n";
 
 static int write_file(ks_ctx *ctx, const char *dir, const char *name, const char *text) {
   char *path = ks_path_join(dir, name);

@@ -176,6 +176,104 @@ static void resolve_pointer(ks_tu *tu, CXCursor var, const ks_launch_scope *scop
   }
 }
 
+/* A kernel template's type parameters and value parameters, in order. */
+typedef struct decl_parts {
+  ks_tu *tu;
+  const char *tparams[16];
+  bool type_param[16];
+  unsigned ntparams;
+  const char *pnames[64];
+  const char *ptypes[64];
+  unsigned nparams;
+} decl_parts;
+
+static enum CXChildVisitResult collect_parts(CXCursor c, CXCursor parent, CXClientData data) {
+  decl_parts *d = data;
+  enum CXCursorKind k = clang_getCursorKind(c);
+  if ((k == CXCursor_TemplateTypeParameter || k == CXCursor_NonTypeTemplateParameter ||
+       k == CXCursor_TemplateTemplateParameter) &&
+      d->ntparams < 16) {
+    d->type_param[d->ntparams] = k == CXCursor_TemplateTypeParameter;
+    d->tparams[d->ntparams++] = ks_tu_spelling(d->tu, c);
+  } else if (k == CXCursor_ParmDecl && d->nparams < 64) {
+    d->pnames[d->nparams] = ks_tu_spelling(d->tu, c);
+    d->ptypes[d->nparams++] = ks_tu_type(d->tu, clang_getCursorType(c));
+  }
+  return CXChildVisit_Continue;
+}
+
+static bool ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* Where the identifier `name` stands alone in `text`, or NULL. */
+static const char *find_ident(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name))
+    if ((p == text || !ident_char(p[-1])) && !ident_char(p[n]))
+      return p;
+  return NULL;
+}
+
+/* The type a template host function passes for `tparam` when it launches
+ * `kern<<<g, b>>>(values, n)` with no template arguments written: the
+ * argument `values` is a parameter of the host function whose type has the
+ * kernel parameter's shape ("const T *" against "const U *"), so T is U,
+ * a type parameter of the host function, which the merge then replaces
+ * with each instantiation's argument. NULL when the text does not say. */
+static const char *deduce_one(ks_tu *tu, const decl_parts *kern, const decl_parts *host,
+                              const ks_launch *out, const char *tparam) {
+  for (unsigned j = 0; j < kern->nparams && j < out->args.len; j++) {
+    const char *ptype = kern->ptypes[j];
+    const char *at = ptype ? find_ident(ptype, tparam) : NULL;
+    if (!at)
+      continue;
+    const char *arg = out->args.items[j];
+    for (unsigned h = 0; arg && h < host->nparams; h++) {
+      if (!host->pnames[h] || strcmp(host->pnames[h], arg) || !host->ptypes[h])
+        continue;
+      const char *htype = host->ptypes[h];
+      size_t pre = (size_t)(at - ptype), post = strlen(at + strlen(tparam));
+      size_t hn = strlen(htype);
+      if (hn <= pre + post || strncmp(htype, ptype, pre) ||
+          strcmp(htype + hn - post, at + strlen(tparam)))
+        break;
+      /* Only one of the host function's own type parameters: the merge
+       * knows each instantiation's argument for it (a type the host
+       * function spells out may be a typedef the slice does not carry). */
+      const char *mid = ks_ctext_trim(tu->arena, htype + pre, htype + hn - post);
+      for (unsigned t = 0; t < host->ntparams; t++)
+        if (host->type_param[t] && !strcmp(host->tparams[t], mid))
+          return mid;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+/* Template arguments deduced from the call's arguments (type parameters
+ * only, each through one argument; none at all unless every parameter is
+ * deduced). */
+static void deduce_args(ks_tu *tu, CXCursor kernel, CXCursor host_fn, ks_launch *out) {
+  if (strchr(out->callee ? out->callee : "", '<') || clang_Cursor_isNull(host_fn))
+    return;
+  decl_parts kern = {.tu = tu}, host = {.tu = tu};
+  clang_visitChildren(kernel, collect_parts, &kern);
+  clang_visitChildren(host_fn, collect_parts, &host);
+  const char *values[16];
+  unsigned n = 0;
+  for (; n < kern.ntparams; n++) {
+    values[n] = kern.type_param[n] ? deduce_one(tu, &kern, &host, out, kern.tparams[n]) : NULL;
+    if (!values[n])
+      break;
+  }
+  if (n < kern.ntparams)
+    return;
+  for (unsigned i = 0; i < n; i++) {
+    ks_template_arg *a = ks_array_push(tu->arena, &out->template_args);
+    a->param = kern.tparams[i];
+    a->value = values[i];
+  }
+}
+
 /* Fills kernel, template arguments and resolution from the callee cursor. */
 static void resolve(ks_tu *tu, CXCursor callee, const ks_launch_scope *scope, ks_launch *out) {
   CXCursor ref = ks_tu_strip(callee);
@@ -220,6 +318,7 @@ static void resolve(ks_tu *tu, CXCursor callee, const ks_launch_scope *scope, ks
       out->kernel_usr = ks_tu_usr(tu, only);
       out->kernel_name = ks_tu_qualified_name(tu, only);
       out->template_dependent = true;
+      deduce_args(tu, only, scope->function, out);
       return;
     }
     out->resolution = KS_UNRESOLVED;
@@ -236,6 +335,8 @@ static void resolve(ks_tu *tu, CXCursor callee, const ks_launch_scope *scope, ks
 /* Pairs dependent, as-written template arguments with the kernel template's
  * parameter names (looked up by the merge when it knows the kernel). */
 static void dependent_args(ks_tu *tu, ks_launch *out) {
+  if (out->template_args.len)
+    return; /* deduced from the call's arguments */
   ks_strings written = {0};
   written_template_args(tu, out->callee ? out->callee : "", &written);
   for (size_t i = 0; i < written.len; i++) {

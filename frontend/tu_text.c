@@ -253,6 +253,7 @@ CXCursor ks_tu_strip(CXCursor c) {
 typedef struct param_names {
   ks_tu *tu;
   const char *names[64];
+  enum CXTypeKind kinds[64]; /* a non-type parameter's type; CXType_Invalid else */
   unsigned n;
 } param_names;
 
@@ -261,8 +262,12 @@ static enum CXChildVisitResult collect_tparam(CXCursor c, CXCursor parent, CXCli
   enum CXCursorKind k = clang_getCursorKind(c);
   if ((k == CXCursor_TemplateTypeParameter || k == CXCursor_NonTypeTemplateParameter ||
        k == CXCursor_TemplateTemplateParameter) &&
-      p->n < 64)
+      p->n < 64) {
+    p->kinds[p->n] = k == CXCursor_NonTypeTemplateParameter
+                         ? clang_getCanonicalType(clang_getCursorType(c)).kind
+                         : CXType_Invalid;
     p->names[p->n++] = ks_tu_spelling(p->tu, c);
+  }
   return CXChildVisit_Continue;
 }
 
@@ -270,7 +275,7 @@ void ks_tu_template_args(ks_tu *tu, CXCursor spec, ks_template_args *out) {
   int n = clang_Cursor_getNumTemplateArguments(spec);
   if (n <= 0)
     return;
-  param_names names = {tu, {0}, 0};
+  param_names names = {tu, {0}, {0}, 0};
   CXCursor primary = clang_getSpecializedCursorTemplate(spec);
   if (!clang_Cursor_isNull(primary))
     clang_visitChildren(primary, collect_tparam, &names);
@@ -281,10 +286,21 @@ void ks_tu_template_args(ks_tu *tu, CXCursor spec, ks_template_args *out) {
     case CXTemplateArgumentKind_Type:
       arg->value = ks_tu_type(tu, clang_Cursor_getTemplateArgumentType(spec, (unsigned)i));
       break;
-    case CXTemplateArgumentKind_Integral:
-      arg->value = ks_arena_printf(tu->arena, "%lld",
-                                   clang_Cursor_getTemplateArgumentValue(spec, (unsigned)i));
+    case CXTemplateArgumentKind_Integral: {
+      /* libclang reads a bool's one bit as signed: true came out as -1
+       * in the scan's instances and in the sentences naming them. */
+      enum CXTypeKind kind = (unsigned)i < names.n ? names.kinds[i] : CXType_Invalid;
+      long long v = clang_Cursor_getTemplateArgumentValue(spec, (unsigned)i);
+      if (kind == CXType_Bool)
+        arg->value = v ? "true" : "false";
+      else if (kind == CXType_UInt || kind == CXType_ULong || kind == CXType_ULongLong ||
+               kind == CXType_UShort || kind == CXType_UChar)
+        arg->value = ks_arena_printf(tu->arena, "%llu",
+                                     clang_Cursor_getTemplateArgumentUnsignedValue(spec, (unsigned)i));
+      else
+        arg->value = ks_arena_printf(tu->arena, "%lld", v);
       break;
+    }
     default:
       arg->value = "?";
       break;

@@ -29,8 +29,7 @@ static const char *launch_api(CXCursor call) {
 
 /* A call of a user function template specialization: remember its
  * arguments so that launches inside the template can be resolved. */
-static void note_template_call(ks_tu *tu, CXCursor call) {
-  CXCursor decl = clang_getCursorReferenced(call);
+static void note_template_specialization(ks_tu *tu, CXCursor decl) {
   if (clang_Cursor_isNull(decl) || clang_getCursorKind(decl) != CXCursor_FunctionDecl)
     return;
   CXCursor primary = clang_getSpecializedCursorTemplate(decl);
@@ -39,6 +38,10 @@ static void note_template_call(ks_tu *tu, CXCursor call) {
   ks_template_call *tc = ks_array_push(tu->arena, &tu->out->template_calls);
   tc->template_usr = ks_tu_usr(tu, primary);
   ks_tu_template_args(tu, decl, &tc->args);
+}
+
+static void note_template_call(ks_tu *tu, CXCursor call) {
+  note_template_specialization(tu, clang_getCursorReferenced(call));
 }
 
 static enum CXChildVisitResult visit_body(CXCursor c, CXCursor parent, CXClientData data) {
@@ -73,8 +76,13 @@ static void visit_function(ks_tu *tu, CXCursor fn) {
    * itself is what the user wrote (explicit specializations sit apart). */
   CXCursor pattern = clang_getSpecializedCursorTemplate(fn);
   if (!clang_Cursor_isNull(pattern) && clang_getCursorKind(fn) != CXCursor_FunctionTemplate &&
-      clang_equalLocations(clang_getCursorLocation(fn), clang_getCursorLocation(pattern)))
+      clang_equalLocations(clang_getCursorLocation(fn), clang_getCursorLocation(pattern))) {
+    /* One that shows at the top level is an explicit instantiation
+     * (`template void run<float>(float *, int);`): it instantiates its
+     * template as a call would, so launches inside take its arguments. */
+    note_template_specialization(tu, fn);
     return;
+  }
   bool kernel = ks_tu_is_kernel(fn);
   if (kernel)
     ks_tu_kernel(tu, fn, ks_array_push(tu->arena, &tu->out->kernels));

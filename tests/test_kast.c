@@ -820,6 +820,22 @@ static void missing_kernel(void **state) {
   assert_string_equal(k.fn->name, "present");
 }
 
+/* A slice keeps a kernel's assert but not the host's <assert.h> (NVRTC has
+ * device assert built in): the parse of the slice knows it as NVRTC does. */
+static void device_assert_without_include(void **state) {
+  (void)state;
+  ks_kast k;
+  ks_kast_options o = {.name = "checked_halve"};
+  const char *src = "__global__ void checked_halve(float *v, int count) {\n"
+                    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  assert(count > 0);\n"
+                    "  if (i < count) v[i] = 0.5f * v[i];\n"
+                    "}\n";
+  if (ks_kast_parse(&ctx, "checked_halve.slice.cu", src, &o, &arena, &k))
+    fail_msg("%s", ctx.error);
+  assert_string_equal(k.fn->name, "checked_halve");
+}
+
 /* ---- threads and time ---- */
 
 typedef struct job {
@@ -930,6 +946,7 @@ int main(void) {
       cmocka_unit_test(walk_and_strip),
       cmocka_unit_test(syntax_error_names_the_line),
       cmocka_unit_test(missing_kernel),
+      cmocka_unit_test(device_assert_without_include),
       cmocka_unit_test(concurrent_parses),
       cmocka_unit_test(parse_time),
   };

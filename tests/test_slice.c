@@ -301,12 +301,40 @@ static void host_idioms_are_carried(void **state) {
   src = ok("block_min(float *, const float *, int)")->slice.source;
   assert_non_null(strstr(src, "#include <cuda/std/limits>"));
   assert_non_null(strstr(src, "using ::cuda::std::numeric_limits;"));
-  /* Deduced through a template host function: no empty instance in the
-   * scan, the instance the host function's instantiation makes in the
-   * slice. */
+  /* Deduced through a template host function: the scan follows the
+   * argument to the host function's parameter (E is fill_all's E, which is
+   * float where fill_floats calls it), the slice has the same instance. */
   const sliced *f = ok("fill_as(E *, int)");
-  assert_int_equal(f->kernel->instantiations.len, 0);
+  assert_int_equal(f->kernel->instantiations.len, 1);
+  assert_string_equal(f->kernel->instantiations.items[0].items[0].value, "float");
   assert_true(has(&f->slice.name_expressions, "fill_as<float>"));
+}
+
+/* Instances only host code names (testdata/slice/template_launchers.cu). */
+static void template_instances_from_host_code(void **state) {
+  (void)state;
+  /* Host code that sizes its grid with min and max parses (nvcc has host
+   * overloads of both); before, each was an error in the file. */
+  const ks_scanned_file *tl = NULL;
+  for (size_t i = 0; i < scans[2].files.len; i++)
+    if (strstr(scans[2].files.items[i].path, "template_launchers.cu"))
+      tl = &scans[2].files.items[i];
+  assert_non_null(tl);
+  assert_int_equal(tl->status, KS_FILE_OK);
+  /* A bool argument is true or false, not libclang's one-bit -1. */
+  const sliced *t = ok("twice_blocked(float *, int)");
+  assert_int_equal(t->kernel->instantiations.len, 2);
+  assert_string_equal(t->kernel->instantiations.items[0].items[0].value, "256");
+  assert_string_equal(t->kernel->instantiations.items[0].items[1].value, "true");
+  assert_string_equal(t->kernel->instantiations.items[1].items[1].value, "false");
+  assert_true(has(&t->slice.name_expressions, "twice_blocked<256, true>"));
+  /* An explicit instantiation of the host template instantiates the
+   * kernel it launches, its type deduced from the call's arguments. */
+  const sliced *a = ok("add_const(V *, V, int)");
+  assert_int_equal(a->kernel->instantiations.len, 1);
+  assert_string_equal(a->kernel->instantiations.items[0].items[0].param, "V");
+  assert_string_equal(a->kernel->instantiations.items[0].items[0].value, "double");
+  assert_true(has(&a->slice.name_expressions, "add_const<double>"));
 }
 
 static void dynamic_parallelism_needs_rdc(void **state) {
@@ -440,6 +468,7 @@ int main(void) {
       cmocka_unit_test(dynamic_parallelism_needs_rdc),
       cmocka_unit_test(codegen_options_from_the_compile_command),
       cmocka_unit_test(host_idioms_are_carried),
+      cmocka_unit_test(template_instances_from_host_code),
       cmocka_unit_test(what_a_slice_carries),
       cmocka_unit_test(lookup_by_name_and_signature),
       cmocka_unit_test(instances_given_by_hand),
