@@ -595,10 +595,16 @@ static const char *replay(ks_ctx *ctx, const ks_smem_rewrite *w, const mm_plan *
   ks_edits_add(arena, &e, p->y_tid->begin, p->y_tid->end, ty_r);
   if (tx_c)
     ks_edits_add(arena, &e, p->x_tid->begin, p->x_tid->end, tx_c);
+  /* A loop variable declared before the loop (C89) is kept with its
+   * declaration but has no loop here: said unused, so that nvcc does not
+   * warn about the replay. */
+  const char *k_unused = "";
+  if (p->k && !ks_rt_is_within(p->k, p->loop))
+    k_unused = ks_arena_printf(arena, " (void)%s;", p->k->name);
   ks_edits_add(arena, &e, ks_rt_begin_with_pragmas(w->unit, p->loop_stmt->begin),
                ks_rt_stmt_end_deep(w->unit, p->loop_stmt),
-               phase == 0 ? ks_arena_printf(arena, "%s = %s;", slot, acc_text)
-                          : ks_arena_printf(arena, "%s = %s;", acc_text, slot));
+               ks_arena_printf(arena, "%s = %s;%s", phase == 0 ? slot : acc_text,
+                               phase == 0 ? acc_text : slot, k_unused));
   const ks_anode *body = w->in->ast->body;
   ks_rt_nodes all = ks_rt_collect(arena, body);
   for (size_t n = 0; n < all.len; n++) {
