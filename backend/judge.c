@@ -21,14 +21,6 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-const char *ks_verdict_name(ks_verdict v) {
-  static const char *const names[] = {"FAST",       "SAME",         "SLOW",    "WRONG",
-                                      "SUSPICIOUS", "REFUSED",      "COMPILE_ERROR",
-                                      "CRASH",      "TIMEOUT",      "INAPPLICABLE",
-                                      "BASELINE"};
-  return (size_t)v < sizeof names / sizeof *names ? names[v] : "?";
-}
-
 /* ---- ceilings, measured once per device and cached ------------------------ */
 
 static char *ceilings_path(const ks_device_info *d) {

@@ -22,24 +22,8 @@
 
 #include "ks_compile.h"
 #include "ks_spec.h"
+#include "ks_eval.h"
 #include "ks_worker.h"
-
-typedef enum ks_verdict {
-  KS_VERDICT_FAST,          /* same result, faster beyond the noise */
-  KS_VERDICT_SAME,          /* same result, no difference beyond the noise */
-  KS_VERDICT_SLOW,          /* same result, slower beyond the noise */
-  KS_VERDICT_WRONG,         /* a different result: the reason says how */
-  KS_VERDICT_SUSPICIOUS,    /* faster than the memory system allows */
-  KS_VERDICT_REFUSED,       /* broke a candidate rule; not compiled */
-  KS_VERDICT_COMPILE_ERROR, /* NVRTC rejected it */
-  KS_VERDICT_CRASH,         /* illegal address, trap, launch refused */
-  KS_VERDICT_TIMEOUT,       /* exceeded the wall-clock limit */
-  KS_VERDICT_INAPPLICABLE,  /* its guards exclude the timed size, or every
-                               size it could be checked on */
-  KS_VERDICT_BASELINE,      /* no variant: the original timed alone */
-} ks_verdict;
-
-const char *ks_verdict_name(ks_verdict v); /* "FAST", "WRONG", ... */
 
 /* When an evaluation also times both kernels warm (docs/judge.md, "Warm
  * timing"): without L2 flushes, as a program that launches the kernel back
@@ -127,65 +111,6 @@ typedef struct ks_subject {
  * reference (a twin that does not compile is an error: the spec asks for
  * what cannot be given). */
 int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena);
-
-/* Per size set, what verification saw. */
-typedef struct ks_size_report {
-  const char *size;       /* size set name */
-  bool timed;
-  bool guards_hold;       /* false: the original alone runs there */
-  bool screened;          /* verified only by the post-timing recheck
-                             (ks_judge_options.screen) */
-  ks_launch_cfg launch;   /* the variant's */
-  ks_seed_checks seeds;
-} ks_size_report;
-typedef KS_ARRAY(ks_size_report) ks_size_reports;
-
-typedef struct ks_eval {
-  ks_verdict verdict;
-  const char *reason;          /* one line; for FAST/SAME/SLOW the numbers */
-  /* compile */
-  const char *compiler;        /* "nvcc" or "nvrtc": what compiled the original
-                                  and the variant (the same for both) */
-  const char *compiler_note;   /* why NVRTC where nvcc was asked for; NULL */
-  const char *machine_code_note; /* ks_subject.machine_code_note */
-  const char *compile_log;     /* the compiler's log, for the terminal only */
-  double compile_ms;
-  bool compile_cached;
-  int base_registers, cand_registers, base_spills, cand_spills;
-  int base_smem, cand_smem;
-  /* correctness */
-  ks_size_reports sizes;
-  double max_abs_error, max_rel_error;
-  /* accuracy against the fp64 reference, the largest errors over every
-   * size set, seed and floating-point output (has_ref: it ran) */
-  bool has_ref;
-  double ref_base_max_abs, ref_base_max_rel;   /* the original's */
-  double ref_cand_max_abs, ref_cand_max_rel;   /* the variant's */
-  /* timing, on the timed size */
-  bool timed;
-  unsigned base_samples, cand_samples, dropped_low_clock;
-  double base_median_ms, cand_median_ms;
-  double base_iqr_ms, cand_iqr_ms;
-  double base_rsd, cand_rsd;   /* relative standard deviations */
-  double speedup;              /* base median / cand median */
-  double speedup_low, speedup_high; /* 95% bootstrap interval */
-  double sm_clock_min_mhz, sm_clock_max_mhz;
-  double timing_seconds;
-  /* warm timing (ks_judge_options.warm): no L2 flush between samples, when
-   * the timed size's buffers (warm_bytes together) fit in the L2 */
-  bool warm_timed;
-  unsigned long long warm_bytes;
-  unsigned base_warm_samples, cand_warm_samples;
-  double base_warm_median_ms, cand_warm_median_ms;
-  double warm_speedup, warm_speedup_low, warm_speedup_high; /* 95% interval */
-  /* against the device's ceilings */
-  unsigned long long bytes_min;
-  double floor_ms;             /* bytes_min over the measured bandwidth */
-  double base_bandwidth, cand_bandwidth;     /* bytes/s achieved */
-  double base_bw_fraction, cand_bw_fraction; /* of the measured ceiling */
-  double flops, base_flop_rate, cand_flop_rate, cand_flop_fraction;
-  double wall_seconds;         /* the whole evaluation */
-} ks_eval;
 
 /* A variant ready to judge: its source, the name expression of its kernel,
  * and for every workload of the subject its launch (the launch policy

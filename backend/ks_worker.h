@@ -21,6 +21,7 @@
 
 #include "ks_alloc.h"
 #include "ks_ctx.h"
+#include "ks_eval.h"
 #include "ks_spec.h"
 
 typedef struct ks_worker ks_worker;
@@ -105,63 +106,6 @@ typedef enum ks_run_status {
   KS_RUN_TIMEOUT,       /* exceeded the wall-clock limit; killed, restarted */
   KS_RUN_NO_DEVICE,     /* no driver or no GPU */
 } ks_run_status;
-
-/* Comparison of one output buffer of the candidate against the original. */
-typedef struct ks_output_check {
-  const char *buffer;        /* parameter name */
-  unsigned long long count;
-  unsigned long long mismatches; /* beyond tolerance */
-  unsigned long long unwritten;  /* still holding the poison value where the
-                                    original wrote a value */
-  double max_abs_error;
-  double max_rel_error;
-  long long first_mismatch;  /* index, -1 when none */
-  double expected;           /* at first_mismatch */
-  double got;
-  /* Against the fp64 reference, when the request had one and the output is
-   * floating point (has_ref); errors over the elements where the reference
-   * is finite, non-finite results left out of the maxima, relative errors
-   * where |ref| > atol (the tolerance against the reference): */
-  bool has_ref;
-  double ref_base_max_abs, ref_base_max_rel; /* the original's error */
-  double ref_cand_max_abs, ref_cand_max_rel; /* the candidate's */
-  unsigned long long ref_mismatches; /* elements where the candidate's error
-                                        exceeds atol + rtol*|ref| and twice the
-                                        original's error there plus atol */
-  long long ref_first_mismatch;      /* index, -1 when none */
-  double ref_value, ref_got, ref_base; /* at ref_first_mismatch: the
-                                        reference, the candidate, the original */
-  /* Against what a capture recorded after the launch (the buffer has an
-   * expect_file), in a replay request: the original's output compared bit
-   * for bit, and with the tolerance. */
-  bool has_capture;
-  unsigned long long capture_bit_diffs;  /* elements whose bytes differ */
-  unsigned long long capture_mismatches; /* of those, beyond tolerance */
-  long long capture_first_diff;          /* index, -1 when none */
-  double capture_expected, capture_got;  /* at capture_first_diff */
-} ks_output_check;
-typedef KS_ARRAY(ks_output_check) ks_output_checks;
-
-/* What one seed's verification found. */
-typedef struct ks_seed_check {
-  unsigned long long seed;
-  ks_output_checks outputs;      /* cand vs base, NaN-poisoned run */
-  bool race;                     /* the second run (other sentinel) differed
-                                    from the first beyond tolerance */
-  const char *race_buffer;
-  bool base_nondeterministic;    /* the original itself differed between its
-                                    two runs (float atomics): tolerance used */
-  const char *canary_buffer;     /* a buffer whose guard zone was written, or
-                                    NULL */
-  bool canary_before;            /* below the buffer (else after it) */
-  const char *base_canary_buffer; /* the original itself wrote outside a
-                                    buffer (a spec whose lengths are too
-                                    short?), or NULL */
-  bool base_canary_before;
-  const char *changed_input;     /* an input buffer the candidate modified
-                                    though the original leaves it alone, or NULL */
-} ks_seed_check;
-typedef KS_ARRAY(ks_seed_check) ks_seed_checks;
 
 typedef KS_ARRAY(double) ks_samples;
 

@@ -30,7 +30,7 @@
 
 #include "ks_alloc.h"
 #include "ks_ctx.h"
-#include "ks_judge.h"
+#include "ks_eval.h"
 
 typedef struct ks_store ks_store;
 

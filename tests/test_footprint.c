@@ -1,5 +1,5 @@
 /* test_footprint: the extent of every buffer a kernel touches, proved from
- * its code (passes/footprint.c).
+ * its code (passes/footprint/footprint.c).
  *
  * Kernels written here in many styles (PolyBench's macros and C89 loops,
  * 1-D and 2-D guards, early exits, grid-stride loops, stencils, aliases,

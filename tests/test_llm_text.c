@@ -1,4 +1,4 @@
-/* The LLM proposer's text side (passes/ks_llm_text.h): prompts and the
+/* The LLM proposer's text side (passes/llm/ks_llm_text.h): prompts and the
  * parsing of replies, without a model.
  *
  * Prompts: what each agent is shown (sources inside data delimiters, plan,

@@ -1,5 +1,5 @@
-/* scalar_replace (passes/rules_scalar.c) and hoist_invariant
- * (passes/rules_hoist.c) on the kernels of testdata/rules/loops (a gemm
+/* scalar_replace (passes/rules/rules_scalar.c) and hoist_invariant
+ * (passes/rules/rules_hoist.c) on the kernels of testdata/rules/loops (a gemm
  * that scales C and sums into it in global memory, a matrix-vector product
  * in both access orders, a window entropy filter) and on small kernels
  * written here: the text of each rewrite, its guards, the reasons of the

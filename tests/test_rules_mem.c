@@ -1,4 +1,4 @@
-/* The memory and loop rules (passes/rules_vectorize.c, rules_restrict.c,
+/* The memory and loop rules (passes/rules/rules_vectorize.c, rules_restrict.c,
  * rules_coarsen.c, rules_loop.c):
  * vectorize, restrict, coarsen, unroll and fast_math on the kernels of
  * testdata/apps. Each test asserts whether a rule applies (and why not),

@@ -1,4 +1,4 @@
-/* The shared-memory rules (passes/rules_smem_hist.c, rules_smem_transpose.c): smem_histogram and
+/* The shared-memory rules (passes/rules/rules_smem_hist.c, rules_smem_transpose.c): smem_histogram and
  * smem_transpose on the test apps and on testdata/rules, each child checked
  * the way the search uses it: the text it must contain, its launch policy
  * and guards resolved on every size set (where the guards hold, a launch

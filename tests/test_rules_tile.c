@@ -1,4 +1,4 @@
-/* The matrix-product rule (passes/rules_tile_mm.c): tile_matmul on the
+/* The matrix-product rule (passes/rules/rules_tile_mm.c): tile_matmul on the
  * sgemm app and on testdata/rules/tile_mm.cu (macro sizes and C89 loops,
  * A * A^T in double with the roles of x and y swapped, A * B^T with leading
  * dimensions), each child checked the way the search uses it: the text it

@@ -1,4 +1,4 @@
-/* vectorize_2d (passes/rules_vectorize_2d.c, rules_vec2d_index.c): on
+/* vectorize_2d (passes/rules/rules_vectorize_2d.c, rules_vec2d_index.c): on
  * testdata/apps' jacobi5_kernel and on 2-D kernels written here (a copy, a
  * horizontal blur with edge branches inside the bounds check, a vertical
  * difference of ints with its index declared before the check), the text

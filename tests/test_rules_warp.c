@@ -1,4 +1,4 @@
-/* The warp rules (passes/rules_warp_rows.c and rules_warp_reduce.c): warp_rows, warp_reduce and
+/* The warp rules (passes/rules/rules_warp_rows.c and rules_warp_reduce.c): warp_rows, warp_reduce and
  * warp_atomic on the kernels of testdata/apps and on kernels written here
  * for what the apps do not cover (a sum that does not start at zero, an
  * if/else of stores, a running sum, an in-place prefix sum, a max tree with

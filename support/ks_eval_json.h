@@ -19,7 +19,7 @@
 #ifndef KS_EVAL_JSON_H
 #define KS_EVAL_JSON_H
 
-#include "ks_judge.h"
+#include "ks_eval.h"
 
 struct cJSON;
 

@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *ks_verdict_name(ks_verdict v) {
+  static const char *const names[] = {"FAST",       "SAME",         "SLOW",    "WRONG",
+                                      "SUSPICIOUS", "REFUSED",      "COMPILE_ERROR",
+                                      "CRASH",      "TIMEOUT",      "INAPPLICABLE",
+                                      "BASELINE"};
+  return (size_t)v < sizeof names / sizeof *names ? names[v] : "?";
+}
+
 /* ---- writing ------------------------------------------------------------- */
 
 /* JSON has no NaN or infinity: they are written as null. */
