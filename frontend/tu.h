@@ -93,6 +93,19 @@ const char *ks_tu_qualified_name(ks_tu *tu, CXCursor c);
 CXCursor ks_tu_strip(CXCursor c);
 /* Children of a cursor, in order, into `out` (at most `max`); returns count. */
 unsigned ks_tu_children(CXCursor c, CXCursor *out, unsigned max);
+/* A function (template)'s declared parts, in order: its template parameters
+ * (names; whether each is a type parameter; a non-type one's canonical type
+ * kind, CXType_Invalid otherwise) and its parameters (names and types). */
+typedef struct ks_tu_decl_parts {
+  const char *tparams[64];
+  bool type_param[64];
+  enum CXTypeKind tkinds[64];
+  unsigned ntparams;
+  const char *pnames[64];
+  const char *ptypes[64];
+  unsigned nparams;
+} ks_tu_decl_parts;
+void ks_tu_decl_parts_of(ks_tu *tu, CXCursor decl, ks_tu_decl_parts *out);
 /* Template arguments of a function template specialization, named after the
  * primary template's parameters. */
 void ks_tu_template_args(ks_tu *tu, CXCursor specialization, ks_template_args *out);

@@ -176,32 +176,6 @@ static void resolve_pointer(ks_tu *tu, CXCursor var, const ks_launch_scope *scop
   }
 }
 
-/* A kernel template's type parameters and value parameters, in order. */
-typedef struct decl_parts {
-  ks_tu *tu;
-  const char *tparams[16];
-  bool type_param[16];
-  unsigned ntparams;
-  const char *pnames[64];
-  const char *ptypes[64];
-  unsigned nparams;
-} decl_parts;
-
-static enum CXChildVisitResult collect_parts(CXCursor c, CXCursor parent, CXClientData data) {
-  decl_parts *d = data;
-  enum CXCursorKind k = clang_getCursorKind(c);
-  if ((k == CXCursor_TemplateTypeParameter || k == CXCursor_NonTypeTemplateParameter ||
-       k == CXCursor_TemplateTemplateParameter) &&
-      d->ntparams < 16) {
-    d->type_param[d->ntparams] = k == CXCursor_TemplateTypeParameter;
-    d->tparams[d->ntparams++] = ks_tu_spelling(d->tu, c);
-  } else if (k == CXCursor_ParmDecl && d->nparams < 64) {
-    d->pnames[d->nparams] = ks_tu_spelling(d->tu, c);
-    d->ptypes[d->nparams++] = ks_tu_type(d->tu, clang_getCursorType(c));
-  }
-  return CXChildVisit_Continue;
-}
-
 static bool ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
 
 /* Where the identifier `name` stands alone in `text`, or NULL. */
@@ -219,7 +193,7 @@ static const char *find_ident(const char *text, const char *name) {
  * kernel parameter's shape ("const T *" against "const U *"), so T is U,
  * a type parameter of the host function, which the merge then replaces
  * with each instantiation's argument. NULL when the text does not say. */
-static const char *deduce_one(ks_tu *tu, const decl_parts *kern, const decl_parts *host,
+static const char *deduce_one(ks_tu *tu, const ks_tu_decl_parts *kern, const ks_tu_decl_parts *host,
                               const ks_launch *out, const char *tparam) {
   for (unsigned j = 0; j < kern->nparams && j < out->args.len; j++) {
     const char *ptype = kern->ptypes[j];
@@ -255,10 +229,10 @@ static const char *deduce_one(ks_tu *tu, const decl_parts *kern, const decl_part
 static void deduce_args(ks_tu *tu, CXCursor kernel, CXCursor host_fn, ks_launch *out) {
   if (strchr(out->callee ? out->callee : "", '<') || clang_Cursor_isNull(host_fn))
     return;
-  decl_parts kern = {.tu = tu}, host = {.tu = tu};
-  clang_visitChildren(kernel, collect_parts, &kern);
-  clang_visitChildren(host_fn, collect_parts, &host);
-  const char *values[16];
+  ks_tu_decl_parts kern, host;
+  ks_tu_decl_parts_of(tu, kernel, &kern);
+  ks_tu_decl_parts_of(tu, host_fn, &host);
+  const char *values[64];
   unsigned n = 0;
   for (; n < kern.ntparams; n++) {
     values[n] = kern.type_param[n] ? deduce_one(tu, &kern, &host, out, kern.tparams[n]) : NULL;

@@ -250,38 +250,48 @@ CXCursor ks_tu_strip(CXCursor c) {
   return c;
 }
 
-typedef struct param_names {
+typedef struct parts_visit {
   ks_tu *tu;
-  const char *names[64];
-  enum CXTypeKind kinds[64]; /* a non-type parameter's type; CXType_Invalid else */
-  unsigned n;
-} param_names;
+  ks_tu_decl_parts *out;
+} parts_visit;
 
-static enum CXChildVisitResult collect_tparam(CXCursor c, CXCursor parent, CXClientData data) {
-  param_names *p = data;
+static enum CXChildVisitResult collect_parts(CXCursor c, CXCursor parent, CXClientData data) {
+  (void)parent;
+  parts_visit *v = data;
+  ks_tu_decl_parts *d = v->out;
   enum CXCursorKind k = clang_getCursorKind(c);
   if ((k == CXCursor_TemplateTypeParameter || k == CXCursor_NonTypeTemplateParameter ||
        k == CXCursor_TemplateTemplateParameter) &&
-      p->n < 64) {
-    p->kinds[p->n] = k == CXCursor_NonTypeTemplateParameter
-                         ? clang_getCanonicalType(clang_getCursorType(c)).kind
-                         : CXType_Invalid;
-    p->names[p->n++] = ks_tu_spelling(p->tu, c);
+      d->ntparams < 64) {
+    d->type_param[d->ntparams] = k == CXCursor_TemplateTypeParameter;
+    d->tkinds[d->ntparams] = k == CXCursor_NonTypeTemplateParameter
+                                 ? clang_getCanonicalType(clang_getCursorType(c)).kind
+                                 : CXType_Invalid;
+    d->tparams[d->ntparams++] = ks_tu_spelling(v->tu, c);
+  } else if (k == CXCursor_ParmDecl && d->nparams < 64) {
+    d->pnames[d->nparams] = ks_tu_spelling(v->tu, c);
+    d->ptypes[d->nparams++] = ks_tu_type(v->tu, clang_getCursorType(c));
   }
   return CXChildVisit_Continue;
+}
+
+void ks_tu_decl_parts_of(ks_tu *tu, CXCursor decl, ks_tu_decl_parts *out) {
+  memset(out, 0, sizeof *out);
+  if (clang_Cursor_isNull(decl))
+    return;
+  parts_visit v = {tu, out};
+  clang_visitChildren(decl, collect_parts, &v);
 }
 
 void ks_tu_template_args(ks_tu *tu, CXCursor spec, ks_template_args *out) {
   int n = clang_Cursor_getNumTemplateArguments(spec);
   if (n <= 0)
     return;
-  param_names names = {tu, {0}, {0}, 0};
-  CXCursor primary = clang_getSpecializedCursorTemplate(spec);
-  if (!clang_Cursor_isNull(primary))
-    clang_visitChildren(primary, collect_tparam, &names);
+  ks_tu_decl_parts names;
+  ks_tu_decl_parts_of(tu, clang_getSpecializedCursorTemplate(spec), &names);
   for (int i = 0; i < n; i++) {
     ks_template_arg *arg = ks_array_push(tu->arena, out);
-    arg->param = (unsigned)i < names.n ? names.names[i] : NULL;
+    arg->param = (unsigned)i < names.ntparams ? names.tparams[i] : NULL;
     switch (clang_Cursor_getTemplateArgumentKind(spec, (unsigned)i)) {
     case CXTemplateArgumentKind_Type:
       arg->value = ks_tu_type(tu, clang_Cursor_getTemplateArgumentType(spec, (unsigned)i));
@@ -289,7 +299,7 @@ void ks_tu_template_args(ks_tu *tu, CXCursor spec, ks_template_args *out) {
     case CXTemplateArgumentKind_Integral: {
       /* libclang reads a bool's one bit as signed: true came out as -1
        * in the scan's instances and in the sentences naming them. */
-      enum CXTypeKind kind = (unsigned)i < names.n ? names.kinds[i] : CXType_Invalid;
+      enum CXTypeKind kind = (unsigned)i < names.ntparams ? names.tkinds[i] : CXType_Invalid;
       long long v = clang_Cursor_getTemplateArgumentValue(spec, (unsigned)i);
       if (kind == CXType_Bool)
         arg->value = v ? "true" : "false";

@@ -53,30 +53,8 @@ typedef struct split {
   const char *why;
 } split;
 
-static bool split_fail(split *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool split_fail(split *s, const char *fmt, ...) {
-  if (!s->why) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    s->why = ks_arena_strdup(s->arena, msg);
-  }
-  return false;
-}
-
-/* Functions without side effects that S threads may run instead of one. */
-static bool is_pure(const char *name) {
-  static const char *const names[] = {"fabs", "fabsf", "sqrt", "sqrtf", "exp", "expf", "log",
-                                      "logf", "sin", "sinf", "cos", "cosf", "fmin", "fminf",
-                                      "fmax", "fmaxf", "min", "max", "abs", "pow", "powf",
-                                      "fma", "fmaf", "__ldg", "rsqrt", "rsqrtf", "tanh", "tanhf"};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (name && !strcmp(name, names[i]))
-      return true;
-  return false;
-}
+/* The first reason it does not apply is kept. */
+#define split_fail(s, ...) ks_rt_why((s)->arena, &(s)->why, __VA_ARGS__)
 
 static bool is_memory(const ks_anode *n) {
   return n && (n->kind == KS_AK_SUBSCRIPT || ks_rt_is_op(n, KS_AK_UNARY, "*") ||
@@ -97,7 +75,7 @@ static bool check_expr(split *s, const ks_anode *e, bool reads, const char *wher
   ks_rt_nodes all = ks_rt_collect(s->arena, e);
   for (size_t i = 0; i < all.len; i++) {
     const ks_anode *n = all.items[i];
-    if (n->kind == KS_AK_CALL && !is_pure(ks_rt_callee(s->arena, n)))
+    if (n->kind == KS_AK_CALL && !ks_rt_is_pure_call(ks_rt_callee(s->arena, n)))
       return split_fail(s, "it calls '%s' %s", ks_rt_callee(s->arena, n), where);
     if (ks_rt_is_assignment(n) || ks_rt_is_op(n, KS_AK_UNARY, "++") ||
         ks_rt_is_op(n, KS_AK_UNARY, "--"))
@@ -247,7 +225,7 @@ static bool read_region(split *s, const ks_anode *const *st, size_t n) {
       case KS_AK_CONTINUE:
         return split_fail(s, "it returns or breaks after its loop");
       case KS_AK_CALL:
-        if (!is_pure(ks_rt_callee(s->arena, m)))
+        if (!ks_rt_is_pure_call(ks_rt_callee(s->arena, m)))
           return split_fail(s, "it calls '%s' after its loop", ks_rt_callee(s->arena, m));
         break;
       default:

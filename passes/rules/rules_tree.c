@@ -677,3 +677,58 @@ bool ks_rt_guard_evaluates(const ks_rule_input *in, const char *guard) {
 bool ks_rt_is_64bit_type(const char *t) {
   return strstr(t, "long") || strstr(t, "size_t") || strstr(t, "int64") || strstr(t, "ptrdiff");
 }
+
+/* Functions without side effects whose result depends only on their
+ * arguments: the math library, CUDA's arithmetic intrinsics and read-only
+ * loads. Anything else run by all 32 lanes instead of one thread might do
+ * something 32 times. Shared by the rules that let several threads run what
+ * one ran (warp_rows, split_cols). */
+bool ks_rt_is_pure_call(const char *name) {
+  static const char *const math[] = {
+      "abs",    "fabs",   "min",    "max",    "fmin",   "fmax",   "sqrt",   "rsqrt",  "cbrt",
+      "rcbrt",  "exp",    "exp2",   "exp10",  "expm1",  "log",    "log2",   "log10",  "log1p",
+      "pow",    "sin",    "cos",    "tan",    "sinh",   "cosh",   "tanh",   "asin",   "acos",
+      "atan",   "atan2",  "asinh",  "acosh",  "atanh",  "erf",    "erfc",   "erfinv", "erfcinv",
+      "floor",  "ceil",   "round",  "rint",   "trunc",  "nearbyint", "lround", "llround", "lrint",
+      "llrint", "fma",    "fmod",   "remainder", "hypot", "rhypot", "norm3d", "rnorm3d", "copysign",
+      "fdim",   "ldexp",  "scalbn", "ilogb",  "logb",   "isnan",  "isinf",  "isfinite", "signbit",
+      "normcdf", "normcdfinv", "lgamma", "tgamma", "sinpi", "cospi", "nextafter", "fdivide",
+      "umin",   "umax",   "llmin",  "llmax",  "ullmin", "ullmax", "saturate", "popc", "popcll",
+      "clz",    "clzll",  "ffs",    "ffsll",  "brev",   "byte_perm", "mul24", "umul24", "mulhi",
+      "umulhi", "sad",    "usad",   "fadd_rn", "fmul_rn", "fsub_rn", "fdiv_rn", "frcp_rn",
+      "fsqrt_rn", "frsqrt_rn", "fmaf_rn", "dadd_rn", "dmul_rn", "ddiv_rn", "fma_rn"};
+  static const char *const prefixes[] = {"__builtin_", "__ld",   "__float2", "__int2",
+                                         "__uint2",    "__ll2",  "__ull2",   "__double2",
+                                         "__float_as", "__int_as", "__uint_as", "__half2float",
+                                         "make_"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (ks_rt_has_prefix(name, prefixes[i]))
+      return true;
+  char base[64];
+  const char *s = name;
+  while (*s == '_')
+    s++;
+  snprintf(base, sizeof base, "%s", s);
+  size_t n = strlen(base);
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < sizeof math / sizeof *math; i++)
+      if (!strcmp(base, math[i]))
+        return true;
+    if (n < 2 || base[n - 1] != 'f')
+      break;
+    base[n - 1] = '\0'; /* expf -> exp */
+  }
+  return false;
+}
+
+bool ks_rt_why(ks_arena *arena, const char **why, const char *fmt, ...) {
+  if (!*why) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    *why = ks_arena_strdup(arena, msg);
+  }
+  return false;
+}

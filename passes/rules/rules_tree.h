@@ -67,6 +67,14 @@ bool ks_rt_is_template_type(const ks_kast *k, const char *type);
 bool ks_rt_is_minmax(const char *name);
 /* `s` (NULL: false) starts with `prefix`. */
 bool ks_rt_has_prefix(const char *s, const char *prefix);
+/* A call several threads may run instead of one: no side effects, the
+ * result from the arguments alone (the math library, arithmetic intrinsics,
+ * read-only loads). */
+bool ks_rt_is_pure_call(const char *name);
+/* Keeps the first reason a rule does not apply in *why (formatted into the
+ * arena); returns false, for `return ks_rt_why(...)` in a matcher. */
+bool ks_rt_why(ks_arena *arena, const char **why, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* A replacement for ks_rt_render: the text that stands for `n`, or NULL to
  * keep n's text (with its own descendants looked at). */

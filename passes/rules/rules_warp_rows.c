@@ -40,48 +40,6 @@ static bool is_collective(const char *name) {
   return false;
 }
 
-/* Functions without side effects whose result depends only on their
- * arguments: the math library, CUDA's arithmetic intrinsics and read-only
- * loads. Anything else run by all 32 lanes instead of one thread might do
- * something 32 times. */
-static bool is_pure(const char *name) {
-  static const char *const math[] = {
-      "abs",    "fabs",   "min",    "max",    "fmin",   "fmax",   "sqrt",   "rsqrt",  "cbrt",
-      "rcbrt",  "exp",    "exp2",   "exp10",  "expm1",  "log",    "log2",   "log10",  "log1p",
-      "pow",    "sin",    "cos",    "tan",    "sinh",   "cosh",   "tanh",   "asin",   "acos",
-      "atan",   "atan2",  "asinh",  "acosh",  "atanh",  "erf",    "erfc",   "erfinv", "erfcinv",
-      "floor",  "ceil",   "round",  "rint",   "trunc",  "nearbyint", "lround", "llround", "lrint",
-      "llrint", "fma",    "fmod",   "remainder", "hypot", "rhypot", "norm3d", "rnorm3d", "copysign",
-      "fdim",   "ldexp",  "scalbn", "ilogb",  "logb",   "isnan",  "isinf",  "isfinite", "signbit",
-      "normcdf", "normcdfinv", "lgamma", "tgamma", "sinpi", "cospi", "nextafter", "fdivide",
-      "umin",   "umax",   "llmin",  "llmax",  "ullmin", "ullmax", "saturate", "popc", "popcll",
-      "clz",    "clzll",  "ffs",    "ffsll",  "brev",   "byte_perm", "mul24", "umul24", "mulhi",
-      "umulhi", "sad",    "usad",   "fadd_rn", "fmul_rn", "fsub_rn", "fdiv_rn", "frcp_rn",
-      "fsqrt_rn", "frsqrt_rn", "fmaf_rn", "dadd_rn", "dmul_rn", "ddiv_rn", "fma_rn"};
-  static const char *const prefixes[] = {"__builtin_", "__ld",   "__float2", "__int2",
-                                         "__uint2",    "__ll2",  "__ull2",   "__double2",
-                                         "__float_as", "__int_as", "__uint_as", "__half2float",
-                                         "make_"};
-  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
-    if (ks_rt_has_prefix(name, prefixes[i]))
-      return true;
-  char base[64];
-  const char *s = name;
-  while (*s == '_')
-    s++;
-  snprintf(base, sizeof base, "%s", s);
-  size_t n = strlen(base);
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t i = 0; i < sizeof math / sizeof *math; i++)
-      if (!strcmp(base, math[i]))
-        return true;
-    if (n < 2 || base[n - 1] != 'f')
-      break;
-    base[n - 1] = '\0'; /* expf -> exp */
-  }
-  return false;
-}
-
 /* Types __shfl_xor_sync and __shfl_down_sync take, whose + and max/min
  * the rewrites may reorder. */
 static bool is_shuffle_type(const char *type) {
@@ -149,18 +107,8 @@ typedef struct rows {
   const char *why;
 } rows;
 
-static bool rows_fail(rows *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool rows_fail(rows *r, const char *fmt, ...) {
-  if (!r->why) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    r->why = ks_arena_strdup(r->arena, msg);
-  }
-  return false;
-}
+/* The first reason it does not apply is kept. */
+#define rows_fail(r, ...) ks_rt_why((r)->arena, &(r)->why, __VA_ARGS__)
 
 /* The buffer a pointer expression points into: pointer parameters, and
  * local pointers initialized from them and never assigned again, trace back
@@ -253,7 +201,7 @@ static bool rows_call(rows *r, const ks_anode *n, const rows_loop *loop) {
   const char *name = ks_rt_callee(r->arena, n);
   if (is_collective(name))
     return rows_fail(r, "it calls %s", name);
-  if (is_pure(name))
+  if (ks_rt_is_pure_call(name))
     return true;
   if (!loop)
     return rows_fail(r, "it calls '%s' outside its column loops, where all 32 lanes of the warp "
