@@ -29,7 +29,7 @@ bool ks_race_scheduling_only(const char *techniques) {
     for (size_t i = 0; i < sizeof exact / sizeof *exact && !ok; i++) {
       size_t k = strlen(exact[i]);
       ok = len >= k && !strncmp(t, exact[i], k) &&
-           (len == k || t[k] == '=' || t[k] == '_' || (t[k] >= '0' && t[k] <= '9'));
+           (len == k || strchr("=_+", t[k]) || (t[k] >= '0' && t[k] <= '9'));
     }
     if (!ok)
       return false;
