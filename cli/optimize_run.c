@@ -377,12 +377,13 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *
   /* What the judge learned, also when the search failed (a racing
    * original may fail its own seed). */
   ks_insight_device dev = ks_insight_device_of(judge);
-  if (ks_insight_finish(ctx, &k->target, rc ? NULL : &r.baseline, &dev, job->store, k->store_id,
-                        a, &o->insight)) {
-    if (rc)
-      return -1;
-    ks_warn(ctx, "%s: %s", k->target.subject.kernel, ctx->error);
-  }
+  ks_ctx quiet; /* keeps the search's own error, if any, in ctx */
+  ks_ctx_init(&quiet, ctx->prog);
+  if (ks_insight_finish(&quiet, &k->target, rc ? NULL : &r.baseline, &dev, job->store,
+                        k->store_id, a, &o->insight))
+    ks_warn(ctx, "%s: what the judge learned is not recorded: %s", k->target.subject.kernel,
+            quiet.error);
+  ks_ctx_release(&quiet);
   if (rc)
     return -1;
   ks_count_proposers(&r.nodes, o->proposers);
