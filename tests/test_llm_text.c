@@ -686,7 +686,7 @@ static void prompt_planner(void **state) {
                                   "SMs.\n"));
   assert_non_null(strstr(pr.user, "The original races: y[i] written by 8 threads per index "
                                   "(blockDim.y = 8, index independent of threadIdx.y); ?ignore? "
-                                  "?this???.\n"));
+                                  "?this??.\n"));
   in.bound = in.race = NULL;
   /* limits */
   in.limits = &(ks_prompt_limits){.memory_entries = 2, .plan_lines = 9};
