@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "ks_insight.h"
 #include "ks_llm.h"
 #include "ks_llm_text.h"
 #include "ks_search.h"
@@ -51,6 +52,8 @@ typedef struct ks_outcome {
   ks_proposer_count proposers[KS_PROPOSER_COUNTS];
   bool has_llm;
   ks_outcome_llm llm;
+  ks_insight insight;      /* what the judge learned about the original: a
+                              race, what bounds it (passes/insight) */
 } ks_outcome;
 typedef KS_ARRAY(ks_outcome) ks_outcomes;
 

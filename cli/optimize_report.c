@@ -134,9 +134,24 @@ static void print_proposers(FILE *out, const ks_outcomes *o, const char *bold, c
   }
 }
 
+/* What the judge learned about the kernel, one line each under its row:
+ * a race in the original (and what the search did for it), what bounds it. */
+static void print_insight(FILE *out, const ks_insight *in, const char *red, const char *reset) {
+  ks_arena a = KS_ARENA_INIT;
+  const char *race = ks_race_line(&a, &in->race);
+  if (race) {
+    const char *search = ks_race_search_line(&a, &in->race);
+    fprintf(out, "  %srace%s: %s%s%s\n", red, reset, race, search ? "; " : "", search ? search : "");
+  }
+  if (in->bound.kind != KS_BOUND_UNKNOWN)
+    fprintf(out, "  %s-bound: %s\n", ks_bound_name(in->bound.kind),
+            in->bound.why ? in->bound.why : "");
+  ks_arena_release(&a);
+}
+
 void ks_outcomes_print(FILE *out, const ks_outcomes *o, bool measured, bool color) {
   const char *bold = color ? "\033[1m" : "", *green = color ? "\033[32m" : "",
-             *reset = color ? "\033[0m" : "";
+             *red = color ? "\033[31m" : "", *reset = color ? "\033[0m" : "";
   fprintf(out, "%s%-28s %10s %10s %8s %9s  %-9s %s%s\n", bold, "kernel", "baseline", "best",
           "speedup", "roofline", "verdict", "techniques", reset);
   double logsum = 0;
@@ -148,6 +163,7 @@ void ks_outcomes_print(FILE *out, const ks_outcomes *o, bool measured, bool colo
     if (k->baseline_ms <= 0) {
       fprintf(out, "%-28s %10s %10s %8s %9s  %-9s %s: %s\n", name, "-", "-", "-", "-", "-",
               k->status, k->note ? k->note : "");
+      print_insight(out, &k->insight, red, reset);
       continue;
     }
     char bw[32] = "-";
@@ -157,6 +173,7 @@ void ks_outcomes_print(FILE *out, const ks_outcomes *o, bool measured, bool colo
     fprintf(out, "%-28s %8.4fms %8.4fms %s%7.2fx%s %9s  %-9s %s\n", name, k->baseline_ms,
             k->best_ms, won ? green : "", k->speedup, won ? reset : "", bw, k->verdict,
             won ? k->techniques : k->status);
+    print_insight(out, &k->insight, red, reset);
     logsum += log(k->speedup > 0 ? k->speedup : 1);
     n++;
   }
@@ -220,6 +237,15 @@ int ks_outcomes_json(ks_ctx *ctx, FILE *out, const ks_outcomes *o, long long run
       cJSON_AddStringToObject(j, "winner_file", k->winner_file);
     if (k->variant_id > 0)
       cJSON_AddNumberToObject(j, "variant", (double)k->variant_id);
+    /* "race" and "bound", each null when nothing is known (ks_insight.h) */
+    ks_arena a = KS_ARENA_INIT;
+    cJSON *found = cJSON_Parse(ks_insight_json(&a, &k->insight));
+    ks_arena_release(&a);
+    for (const char *const *m = (const char *const[]){"race", "bound", NULL}; *m; m++) {
+      cJSON *item = found ? cJSON_DetachItemFromObjectCaseSensitive(found, *m) : NULL;
+      cJSON_AddItemToObject(j, *m, item ? item : cJSON_CreateNull());
+    }
+    cJSON_Delete(found);
     cJSON_AddNumberToObject(j, "evaluated", k->evaluated);
     cJSON_AddNumberToObject(j, "correct", k->correct);
     cJSON_AddNumberToObject(j, "wrong", k->wrong);

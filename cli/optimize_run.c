@@ -212,6 +212,7 @@ static int outcome_from_store(optimize_job *job, kjob *k, const ks_kernel_row *r
     return -1;
   ks_outcome *o = k->outcome;
   o->baseline_ms = o->best_ms = row->baseline_ms;
+  ks_insight_parse(a, row->insight, &o->insight);
   o->speedup = 1;
   o->verdict = "-";
   o->techniques = "";
@@ -298,6 +299,7 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *
     return -1;
   seed.file = ks_arena_printf(a, "%s.variant.cu", k->target.subject.kernel);
 
+  ks_insight_begin(ctx, &k->target, a, &o->insight);
   ks_rules_proposer rp = {.target = &k->target, .tuning_only = job->tuning};
   ks_judge_evaluator je = {.judge = judge, .target = &k->target};
   ks_proposer rules = ks_rules_proposer_make(&rp);
@@ -309,7 +311,7 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *
                            .memory = &llm->memory,
                            .target = &k->target,
                            .evolve = job->search.strategy == KS_STRATEGY_EVOLVE,
-                           .per_parent = job->llm_plans};
+                           .per_parent = job->llm_plans, .insight = &o->insight};
     if (judge) {
       lp.device = (ks_prompt_device){
           .name = judge->device.name,
@@ -372,6 +374,16 @@ static int search_kernel(optimize_job *job, kjob *k, ks_judge *judge, llm_side *
   }
   o->same_code += je.reused;
   ks_judge_evaluator_release(&je);
+  /* What the judge learned, also when the search failed (a racing
+   * original may fail its own seed). */
+  ks_insight_device dev = ks_insight_device_of(judge);
+  ks_ctx quiet; /* keeps the search's own error, if any, in ctx */
+  ks_ctx_init(&quiet, ctx->prog);
+  if (ks_insight_finish(&quiet, &k->target, rc ? NULL : &r.baseline, &dev, job->store,
+                        k->store_id, a, &o->insight))
+    ks_warn(ctx, "%s: what the judge learned is not recorded: %s", k->target.subject.kernel,
+            quiet.error);
+  ks_ctx_release(&quiet);
   if (rc)
     return -1;
   ks_count_proposers(&r.nodes, o->proposers);

@@ -55,7 +55,7 @@ void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);
 
 /* The schema version this code writes (PRAGMA user_version; docs/store.md). */
-enum { KS_STORE_SCHEMA_VERSION = 3 };
+enum { KS_STORE_SCHEMA_VERSION = 4 };
 
 /* Checks the whole file: SQLite's integrity check, every foreign key, and
  * every evaluation's JSON parsing. *problem is NULL when all is well, else
@@ -110,6 +110,9 @@ typedef struct ks_kernel_row {
   const char *sites;       /* the digests of the kernel's launch sites when
                               it was optimized, one per line
                               (ks_launch_digest); NULL: not recorded */
+  const char *insight;     /* what the judge learned about the original (a
+                              race, what bounds it) as JSON (passes/insight,
+                              ks_insight_json); NULL: not recorded */
 } ks_kernel_row;
 typedef KS_ARRAY(ks_kernel_row) ks_kernel_rows;
 
@@ -123,6 +126,10 @@ int ks_store_kernel_update(ks_ctx *ctx, ks_store *s, long long kernel, const cha
 int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_kernel_rows *out);
 /* Names the kernel's winner (variant 0: none was confirmed). */
 int ks_store_kernel_set_winner(ks_ctx *ctx, ks_store *s, long long kernel, long long variant);
+/* Records what the judge learned about the kernel (JSON text; NULL clears
+ * it). A store before schema 4 cannot: ks_store_kernel_set_insight is then
+ * a no-op (a writer has migrated already). */
+int ks_store_kernel_set_insight(ks_ctx *ctx, ks_store *s, long long kernel, const char *json);
 /* Whether the store has the winner column (a read-only store of schema 2
  * does not). */
 bool ks_store_has_winners(const ks_store *s);

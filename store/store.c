@@ -155,8 +155,14 @@ static const char schema_v2[] =
 static const char schema_v3[] = "ALTER TABLE kernels ADD COLUMN winner INTEGER;" /* a variant's id */
                                 "ALTER TABLE kernels ADD COLUMN sites TEXT;";
 
+/* Version 4: what the judge learned about a kernel besides its variants'
+ * speed (passes/insight: a race in the original, what bounds it), as the
+ * JSON ks_insight_json makes. */
+static const char schema_v4[] = "ALTER TABLE kernels ADD COLUMN insight TEXT;";
+
 /* migrations[v] takes a store from version v to v + 1. */
-static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3};
+static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3,
+                                                                schema_v4};
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -223,14 +223,38 @@ int ks_store_kernel_set_winner(ks_ctx *ctx, ks_store *s, long long kernel, long 
 
 bool ks_store_has_winners(const ks_store *s) { return s->version >= 3; }
 
+int ks_store_kernel_set_insight(ks_ctx *ctx, ks_store *s, long long kernel, const char *json) {
+  if (s->version < 4)
+    return 0;
+  sqlite3_stmt *st = NULL;
+  int rc = store_begin(ctx, s);
+  if (rc)
+    return rc;
+  rc = store_prepare(ctx, s, "UPDATE kernels SET insight = ?, updated = " STORE_NOW " WHERE id = ?",
+                     &st);
+  if (!rc) {
+    store_bind_text(st, 1, json);
+    sqlite3_bind_int64(st, 2, kernel);
+    rc = update_one(ctx, s, st, "cannot record what was learned about a kernel", kernel);
+  }
+  sqlite3_finalize(st);
+  return store_end(ctx, s, rc);
+}
+
 int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_kernel_rows *out) {
   sqlite3_stmt *st;
   if (store_prepare(ctx, s,
-                    ks_store_has_winners(s)
+                    s->version >= 4
                         ? "SELECT id, run, name, file, line, source_hash, slice, spec, status, "
-                          "note, baseline_ms, winner, sites FROM kernels WHERE run = ? ORDER BY id"
+                          "note, baseline_ms, winner, sites, insight FROM kernels WHERE run = ? "
+                          "ORDER BY id"
+                    : ks_store_has_winners(s)
+                        ? "SELECT id, run, name, file, line, source_hash, slice, spec, status, "
+                          "note, baseline_ms, winner, sites, NULL FROM kernels WHERE run = ? "
+                          "ORDER BY id"
                         : "SELECT id, run, name, file, line, source_hash, slice, spec, status, "
-                          "note, baseline_ms, NULL, NULL FROM kernels WHERE run = ? ORDER BY id",
+                          "note, baseline_ms, NULL, NULL, NULL FROM kernels WHERE run = ? ORDER BY "
+                          "id",
                     &st))
     return -1;
   sqlite3_bind_int64(st, 1, run);
@@ -250,6 +274,7 @@ int ks_store_kernels(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_ke
     k->baseline_ms = sqlite3_column_double(st, 10);
     k->winner = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 11);
     k->sites = store_col_text(a, st, 12);
+    k->insight = store_col_text(a, st, 13);
   }
   int rc = step == SQLITE_DONE ? 0 : store_fail(ctx, s, "cannot read the kernels");
   sqlite3_finalize(st);

@@ -198,6 +198,9 @@ static void shared_allocation(void **state) {
   assert_int_equal(len, 64);
   assert_true(ks_warg_length(w, &w->args.items[1], &len));
   assert_int_equal(len, 64);
+  /* x and y share the buffer the launch writes: what it changed counts
+   * (y[i] for i in 1..63; y[0] = 2 * 0 + 64 kept its value) */
+  assert_int_equal(w->bytes_min, 63 * 4);
   assert_int_equal(t.spec.buffers.len, 2);
   assert_string_equal(t.spec.buffers.items[0].length, "n");
   assert_string_equal(t.spec.buffers.items[1].length, "n");
@@ -311,6 +314,11 @@ static void template_instance(void **state) {
   assert_int_equal(t.workloads[1].buffers.items[1].role, KS_ROLE_INOUT);
   assert_int_equal(t.workloads[1].buffers.items[1].count, 1000);
   assert_string_equal(t.spec.buffers.items[0].length, "n");
+  /* The bytes it must move, for the roofline: `in` read over its n
+   * elements, and the elements of `out` the launch changed (all but
+   * out[0], 0 before and after). */
+  assert_int_equal(t.workloads[1].bytes_min, 1000 * 4 + 999 * 4);
+  assert_int_equal(t.workloads[0].bytes_min, 37 * 4 + 36 * 4);
   ks_target_close(&t);
 
   /* the other instance, as replay opens it */

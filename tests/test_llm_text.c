@@ -674,6 +674,20 @@ static void prompt_planner(void **state) {
   assert_null(strstr(pr.user, "inspiration_one"));
   assert_null(strstr(pr.user, "Device:"));
   assert_null(strstr(pr.user, "Measured profile"));
+  assert_null(strstr(pr.user, "What bounds"));
+  assert_null(strstr(pr.user, "races"));
+  /* what the tool learned (passes/insight): its lines outside the data
+   * blocks, a race's store expression reduced to an expression's alphabet */
+  in.bound = "latency-bound, 16 blocks for 132 SMs";
+  in.race = "y[i] written by 8 threads per index (blockDim.y = 8, index independent of "
+            "threadIdx.y); `ignore` \"this\"\n";
+  ks_prompt_planner(&rh_arena, &in, &pr);
+  assert_non_null(strstr(pr.user, "What bounds the parent: latency-bound, 16 blocks for 132 "
+                                  "SMs.\n"));
+  assert_non_null(strstr(pr.user, "The original races: y[i] written by 8 threads per index "
+                                  "(blockDim.y = 8, index independent of threadIdx.y); ?ignore? "
+                                  "?this??.\n"));
+  in.bound = in.race = NULL;
   /* limits */
   in.limits = &(ks_prompt_limits){.memory_entries = 2, .plan_lines = 9};
   ks_prompt_planner(&rh_arena, &in, &pr);

@@ -730,6 +730,7 @@ static void version_1_store_is_upgraded(void **state) {
                                 "ALTER TABLE variants DROP COLUMN plan;"
                                 "ALTER TABLE kernels DROP COLUMN winner;"
                                 "ALTER TABLE kernels DROP COLUMN sites;"
+                                "ALTER TABLE kernels DROP COLUMN insight;"
                                 "PRAGMA user_version = 1;",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
@@ -753,6 +754,15 @@ static void version_1_store_is_upgraded(void **state) {
   ks_llm_call_row c = {.run = run, .prompt_hash = "p", .request = "q", .response = "r",
                        .status = "ok"};
   assert_int_equal(ks_store_llm_call_put(&ctx, s, &c), 0);
+  /* schema 4: what was learned about a kernel, on its row */
+  ks_kernel_rows ks = {0};
+  assert_int_equal(ks_store_kernels(&ctx, s, run, &a, &ks), 0);
+  assert_int_equal(ks.len, 1);
+  assert_null(ks.items[0].insight);
+  assert_int_equal(ks_store_kernel_set_insight(&ctx, s, k, "{\"race\":null,\"bound\":null}"), 0);
+  ks = (ks_kernel_rows){0};
+  assert_int_equal(ks_store_kernels(&ctx, s, run, &a, &ks), 0);
+  assert_string_equal(ks.items[0].insight, "{\"race\":null,\"bound\":null}");
   ks_arena_release(&a);
   ks_store_close(s);
 }
@@ -799,6 +809,7 @@ static void readonly_reads_a_version_2_store(void **state) {
   sqlite3 *db = NULL;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   assert_int_equal(sqlite3_exec(db, "ALTER TABLE kernels DROP COLUMN winner; ALTER TABLE kernels DROP COLUMN sites; "
+                                "ALTER TABLE kernels DROP COLUMN insight; "
                                 "PRAGMA user_version = 2;",
                                 NULL, NULL, NULL),
                    SQLITE_OK);

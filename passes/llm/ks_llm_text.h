@@ -102,6 +102,12 @@ typedef struct ks_planner_input {
   const ks_prompt_variant *inspirations;
   size_t ninspirations;
   const ks_prompt_limits *limits;     /* NULL: defaults */
+  /* What the tool learned (passes/insight): what bounds the parent
+   * ("memory-bound: 62% of the measured bandwidth") and a race the
+   * original's code shows; the tool's own lines, printed outside the data blocks with only
+   * an expression's alphabet let through; NULL: none. */
+  const char *bound;
+  const char *race;
 } ks_planner_input;
 
 typedef struct ks_executor_input {

@@ -82,6 +82,8 @@ typedef struct ks_llm_proposer {
   bool evolve;                    /* show inspirations to the planner */
   unsigned per_parent;            /* plans per parent and draw (0: 2) */
   ks_llm_memory *memory;          /* the run's; required */
+  const struct ks_insight *insight; /* what the code shows about the original
+                                     (a race): told to the planner; NULL */
   /* Kept by the proposer. */
   ks_llm_proposer_stats stats;
   ks_arena arena;

@@ -186,6 +186,21 @@ static void profile_line(ks_buf *b, const ks_prompt_profile *p) {
   ks_buf_adds(b, ".\n");
 }
 
+/* A finding's line, printed outside the data blocks: the tool writes it,
+ * but a race's store expression is the user's text, so only an
+ * expression's alphabet and 240 bytes are let through. */
+static void finding_line(ks_buf *b, const char *label, const char *text) {
+  if (!text || !*text)
+    return;
+  ks_buf_addf(b, "%s: ", label);
+  size_t n = 0;
+  for (const char *p = text; *p && n < 240; p++, n++) {
+    unsigned char c = (unsigned char)*p;
+    ks_buf_addc(b, isalnum(c) || strchr(" _[]().,;:=+-*/%<>", c) ? (char)c : '?');
+  }
+  ks_buf_adds(b, ".\n");
+}
+
 /* A technique chain, printed outside the data blocks: the tool makes
  * these (rule names, sanitized TECHNIQUE tags), but only a tag's alphabet
  * and 120 bytes of it are let through. */
@@ -240,6 +255,8 @@ void ks_prompt_planner(ks_arena *arena, const ks_planner_input *in, ks_prompt *o
   ks_buf_addf(b, "Kernel: %s\n", in->kernel ? in->kernel : "(unnamed)");
   device_line(b, in->device);
   profile_line(b, in->profile);
+  finding_line(b, "What bounds the parent", in->bound);
+  finding_line(b, "The original races", in->race);
   ks_buf_addc(b, '\n');
   if (in->parent) {
     ks_buf_adds(b, "The variant to improve (the parent):\n");

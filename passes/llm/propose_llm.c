@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ks_hash.h"
+#include "ks_insight.h"
 
 enum { PENDING_MAX = 4, SUMMARIES_PER_DRAW = 2 };
 
@@ -304,6 +305,26 @@ static int llm_observe(void *self, ks_ctx *ctx, const ks_node *node, const ks_no
   return 0;
 }
 
+/* What bounds the parent, from its measured fractions and, when it keeps
+ * the original's launch, that launch (ks_bound_classify); NULL: unknown. */
+static const char *parent_bound(ks_arena *a, const ks_llm_proposer *p, const ks_node *parent) {
+  if (!parent->evaluated || parent->median_ms <= 0)
+    return NULL;
+  double seconds = parent->median_ms / 1e3;
+  ks_bound_input in = {.median_ms = parent->median_ms, .sm_count = p->device.sm_count,
+                       .bandwidth = p->device.copy_gbps * 1e9,
+                       .flops_peak = p->device.peak_gflops * 1e9};
+  in.bytes = (unsigned long long)(parent->bw_fraction * in.bandwidth * seconds);
+  in.flops = parent->flop_fraction * in.flops_peak * seconds;
+  const ks_launch_cfg *l = p->target ? ks_insight_launch(p->target) : NULL;
+  if (l && !parent->variant.grid && !parent->variant.block)
+    in.launch = *l;
+  ks_bound b;
+  ks_bound_classify(a, &in, &b);
+  return b.kind == KS_BOUND_UNKNOWN ? NULL
+                                    : ks_arena_printf(a, "%s-bound, %s", ks_bound_name(b.kind), b.why);
+}
+
 static ks_prompt_variant prompt_variant(const ks_node *n, bool with_source) {
   return (ks_prompt_variant){.source = with_source ? n->variant.source : NULL,
                              .techniques = n->techniques, .speedup = speed(n)};
@@ -432,6 +453,12 @@ static int llm_propose(void *self, ks_ctx *ctx, const ks_node *parent,
   ks_prompt_profile prof = {.time_ms = parent->median_ms, .bw_fraction = parent->bw_fraction,
                             .flop_fraction = parent->flop_fraction,
                             .registers = parent->registers};
+  const char *bound = parent_bound(&scratch, p, parent);
+  const char *race = p->insight && p->insight->race.shown_by_code
+                         ? ks_arena_printf(&scratch, "%s; variants are compared with its outputs, "
+                                                     "which may differ from run to run",
+                                           ks_race_line(&scratch, &p->insight->race))
+                         : NULL;
   ks_prompt_variant *best = ks_arena_alloc(&scratch, (ninsp + 1) * sizeof *best);
   for (size_t i = 0; i < ninsp; i++)
     best[i] = prompt_variant(insp[i], true);
@@ -440,7 +467,8 @@ static int llm_propose(void *self, ks_ctx *ctx, const ks_node *parent,
     ks_planner_input in = {.kernel = kernel, .parent = &pv, .device = &p->device,
                            .profile = parent->evaluated ? &prof : NULL, .best = best,
                            .nbest = ninsp, .memory = mem->entries.items, .nmemory = mem->entries.len,
-                           .evolve = p->evolve, .inspirations = best, .ninspirations = ninsp};
+                           .evolve = p->evolve, .inspirations = best, .ninspirations = ninsp,
+                           .bound = bound, .race = race};
     ks_prompt prompt;
     ks_prompt_planner(&scratch, &in, &prompt);
     if (n > 1)
