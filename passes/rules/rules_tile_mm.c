@@ -841,8 +841,8 @@ static void fast_fragment(ks_buf *b, const ks_smem_rewrite *w, const char *I, co
   ks_buf_addf(b, "%s}\n", I);
 }
 
-/* The leading dimension's guard: NULL and *why when it cannot be stated
- * or is a constant that is not a multiple of 4. */
+/* The leading dimension's guard: "" for a constant multiple of 4, NULL
+ * and *why when it cannot be stated or is a constant that is not one. */
 static const char *ld_guard(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena,
                             const ks_anode *ld, const char *what, const char **why) {
   const char *g = guard_text(arena, ld);
@@ -857,7 +857,9 @@ static const char *ld_guard(ks_ctx *ctx, const ks_rule_input *in, ks_arena *aren
   }
   char *end;
   long long v = strtoll(g, &end, 10);
-  if (*g && !*end && v % 4) {
+  if (*g && !*end) { /* a constant: decided here */
+    if (v % 4 == 0)
+      return "";
     *why = ks_arena_printf(arena, "the leading dimension of %s (%lld) is not a multiple of 4, so "
                                   "its rows cannot be read with float4", what, v);
     return NULL;
@@ -960,7 +962,7 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
     return ks_smem_no(out, arena,
                       "its bounds are not expressions of the launch and the scalar parameters");
   for (size_t n = 0; n < nguards; n += 2) /* the leading dimensions; aligned() is the judge's */
-    if (!ks_rt_guard_evaluates(in, guards[n]))
+    if (*guards[n] && !ks_rt_guard_evaluates(in, guards[n]))
       return ks_smem_no(out, arena, "its guard '%s' is not an expression of the scalar parameters",
                         guards[n]);
   unsigned long long smem = 2ull * bk * ((bm + 4) + (bn + 4)) * 4;
@@ -1079,7 +1081,8 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   ks_rule_require(arena, &out->child, cover_y);
   ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s <= 65535", gy));
   for (size_t n = 0; n < nguards; n++)
-    ks_rule_require(arena, &out->child, guards[n]);
+    if (*guards[n])
+      ks_rule_require(arena, &out->child, guards[n]);
   out->applied = true;
   out->technique = ks_arena_printf(arena, "tile_mm=%dx%dk%dr%dx%dv4", bm, bn, bk, ry, rx);
   return 0;
