@@ -3,7 +3,8 @@
 // declaration, A * A^T in double accumulating straight into its output with
 // the roles of x and y swapped and inclusive bounds, and A * B^T with leading
 // dimensions as parameters; then a kernel the rule must leave alone, and A^T * B
-// (both operands contiguous along the outputs' indices).
+// (both operands contiguous along the outputs' indices), and A * B read at an
+// offset.
 
 #define GM_NI 200
 #define GM_NJ 150
@@ -130,4 +131,26 @@ __global__ void gemm_tn_kernel(int rows, int cols, int depth, const float *A, in
 		return;
 	for (int kk = 0; kk < depth; kk++)
 		C[r * cols + q] += A[kk * lda + r] * B[kk * ldb + q];
+}
+
+// A * B with A read at an offset: the float4 choices refuse it (an index
+// that is not `row * ld + k`), the others tile it.
+/* kernelsmith:
+ *   size timed: n = 256, off = 4
+ *   in  A[n * n + off] uniform(-1, 1)
+ *   in  B[n * n] uniform(-1, 1)
+ *   out C[n * n] tol(atol = 1e-4, rtol = 1e-4)
+ *   launch grid = dim3(ceil_div(n, 16), ceil_div(n, 16)), block = dim3(16, 16)
+ */
+__global__ void gemm_offset_kernel(const float *A, const float *B, float *C, int n, int off)
+{
+	int i = blockIdx.y * blockDim.y + threadIdx.y;
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n && j < n) {
+		float s = 0.0f;
+		for (int k = 0; k < n; k++)
+			s += A[i * n + k + off] * B[k * n + j];
+		C[i * n + j] = s;
+	}
 }
