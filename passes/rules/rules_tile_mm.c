@@ -36,7 +36,12 @@
  *
  * Guards: the original launch covers the bounds along both dimensions
  * (the new grid covers what the old one did, rounded up to tiles, and
- * the extra threads fall outside the bounds), the new grid_y <= 65535. */
+ * the extra threads fall outside the bounds), the new grid_y <= 65535.
+ *
+ * The float4 choices (param >= 10^8, fast_apply below) are the layout of
+ * a fast SIMT sgemm: BM x BN tiles, k-major shared tiles read with float4,
+ * float4 global loads (guards: leading dimensions multiples of 4, aligned
+ * operands), the next k-tile prefetched into registers. */
 #include <stdlib.h>
 #include <string.h>
 
