@@ -210,6 +210,8 @@ static void sgemm_app(void **state) {
   const ks_rule *r = rule("tile_matmul");
   for (size_t c = 0; c < r->nchoices; c++) {
     int param = r->choices[c];
+    if (param >= 100000000)
+      continue; /* the float4 choices: fast_choices below */
     int tile = param >= 10000 ? param / 10000 : param >= 100 ? param / 100 : param;
     int regs = param >= 10000 ? param / 100 % 100 : param >= 100 ? param % 100 : 1;
     int xregs = param >= 10000 ? param % 100 : 1;
@@ -422,10 +424,191 @@ static void compositions(void **state) {
   close_subject(n);
 }
 
+/* The float4 choices, param = BM * 10^7 + BN * 10^4 + BK * 100 + R * 10 + Rx. */
+typedef struct fast_param {
+  int bm, bn, bk, r, rx;
+} fast_param;
+
+static fast_param fast_of(int param) {
+  return (fast_param){param / 10000000, param / 10000 % 1000, param / 100 % 100, param / 10 % 10,
+                      param % 10};
+}
+
+/* What every float4 child holds: two 16-byte aligned double-buffered
+ * k-major tiles padded by 4, R x Rx accumulators, the thread's values read
+ * from shared memory with float4, one barrier before the k loop and one in
+ * it (at the top level, under the loop's own bound), no return; the block
+ * and the grid of the tiles; the leading-dimension and alignment guards. */
+static void expect_fast(subject *s, const ks_variant *v, int param, const char *ey, const char *ex) {
+  fast_param f = fast_of(param);
+  int rows = f.bm / f.r, cols = f.bn / f.rx;
+  expect_text(v, ks_arena_printf(&s->arena, "__shared__ __align__(16) %s ks_sy[2][%d][%d + 4];", ey,
+                                 f.bk, f.bm));
+  expect_text(v, ks_arena_printf(&s->arena, "__shared__ __align__(16) %s ks_sx[2][%d][%d + 4];", ex,
+                                 f.bk, f.bn));
+  expect_text(v, ks_arena_printf(&s->arena, " ks_acc[%d][%d];", f.r, f.rx));
+  expect_text(v, ks_arena_printf(&s->arena,
+                                 "const float4 ks_t = *(const float4 *)&ks_sy[ks_buf][ks_kk][threadIdx.y "
+                                 "* 4 + ks_g * %d];",
+                                 rows * 4));
+  expect_text(v, ks_arena_printf(&s->arena,
+                                 "const float4 ks_t = *(const float4 *)&ks_sx[ks_buf][ks_kk][threadIdx.x "
+                                 "* 4 + ks_g * %d];",
+                                 cols * 4));
+  expect_text(v, ks_arena_printf(&s->arena, "const int ks_tid = threadIdx.y * %d + threadIdx.x;", cols));
+  expect_text(v, ks_arena_printf(&s->arena, "ks_k0 += %d) {", f.bk));
+  expect_text(v, "ks_buf ^= 1;");
+  expect_text(v, "#pragma unroll\n");
+  assert_null(strstr(v->source, "return"));
+  assert_int_equal(count_of(v->source, "__syncthreads();"), 2);
+  const char *loop = strstr(v->source, "ks_k0 = 0;");
+  assert_non_null(loop);
+  assert_true(strstr(loop, "__syncthreads();") != NULL);
+  assert_string_equal(v->block, ks_arena_printf(&s->arena, "dim3(%d, %d)", cols, rows));
+  assert_string_equal(v->grid, ks_arena_printf(&s->arena,
+                                               "dim3(ceil_div(grid_x * block_x, %d), "
+                                               "ceil_div(grid_y * block_y, %d))",
+                                               f.bn, f.bm));
+}
+
+static const int fast_params[] = {1281280888, 1280640884, 1281281688, 640640844};
+
+static void fast_choices(void **state) {
+  (void)state;
+  batch b = {0};
+  const ks_rule *r = rule("tile_matmul");
+  /* Each is a choice of the rule, after the earlier ones. */
+  for (size_t i = 0; i < sizeof fast_params / sizeof *fast_params; i++) {
+    bool listed = false;
+    for (size_t c = 0; c < r->nchoices; c++)
+      listed |= r->choices[c] == fast_params[i] && c >= 11;
+    assert_true(listed);
+  }
+  subject *s = open_subject("apps/sgemm", "sgemm_naive_kernel");
+  for (size_t i = 0; i < sizeof fast_params / sizeof *fast_params; i++) {
+    int param = fast_params[i];
+    fast_param f = fast_of(param);
+    ks_variant child = apply_ok(s, &s->in, "tile_matmul", param);
+    expect_fast(s, &child, param, "float", "float");
+    /* A along k: float4 along k, stored transposed; B along col: float4
+     * along col, stored as it is. */
+    expect_text(&child, "ks_gy[ks_l] = *(const float4 *)&A[row * K + k];");
+    expect_text(&child, "ks_gx[ks_l] = *(const float4 *)&B[k * N + col];");
+    expect_text(&child, ks_arena_printf(&s->arena, "ks_sy[0][ks_v %% %d * 4 + 3][ks_v / %d] = ks_gy[ks_l].w;",
+                                        f.bk / 4, f.bk / 4));
+    expect_text(&child, ks_arena_printf(&s->arena,
+                                        "*(float4 *)&ks_sx[ks_buf ^ 1][ks_v / %d][ks_v %% %d * 4] = ks_gx[ks_l];",
+                                        f.bn / 4, f.bn / 4));
+    /* The tails past a bound element by element, zero outside. */
+    expect_text(&child, "ks_e[ks_j] = (row < M && k < K) ? A[row * K + k] : (float)0;");
+    expect_text(&child, "ks_e[ks_j] = (col < N && k < K) ? B[k * N + col] : (float)0;");
+    expect_text(&child, "ks_acc[ks_r][ks_c] += ks_a[ks_r] * ks_b[ks_c];");
+    expect_text(&child, "for (int ks_kk = 0; ks_k0 + ks_kk < K; ++ks_kk) {");
+    expect_text(&child, "const bool ks_next = ks_k0 + ");
+    assert_int_equal(count_of(child.source, "C[row * N + col] = alpha * acc + beta * C[row * N + col];"), 1);
+    expect_text(&child, "acc = ks_acc[ks_r][ks_c];");
+    assert_true(has_guard(&child, "K % 4 == 0"));
+    assert_true(has_guard(&child, "N % 4 == 0"));
+    assert_true(has_guard(&child, "aligned(A, 16)"));
+    assert_true(has_guard(&child, "aligned(B, 16)"));
+    assert_true(has_guard(&child, "grid_x * block_x >= N"));
+    assert_true(has_guard(&child, "grid_y * block_y >= M"));
+    /* The guards: timed and small hold; odd (N = 37, K = 53) and one fall
+     * back to the original. */
+    ks_candidate cand = resolve(s, &child, false);
+    for (size_t w = 0; w < s->t.nworkloads; w++) {
+      const char *size = s->t.workloads[w].size_name;
+      bool want = !strcmp(size, "timed") || !strcmp(size, "small");
+      if (cand.guards_hold[w] != want)
+        fail_msg("tile_matmul=%d: the guards %s on size '%s'", param, want ? "fail" : "hold", size);
+      if (!want)
+        continue;
+      const ks_launch_cfg *o = &s->t.workloads[w].launch, *l = &cand.launches[w];
+      assert_int_equal(l->grid[0], (o->grid[0] * o->block[0] + f.bn - 1) / f.bn);
+      assert_int_equal(l->grid[1], (o->grid[1] * o->block[1] + f.bm - 1) / f.bm);
+      assert_int_equal(l->block[0] * l->block[1], (f.bm / f.r) * (f.bn / f.rx));
+    }
+    queue(&b, s, &child, ks_arena_printf(&s->arena, "sgemm_naive_kernel.tile_matmul=%d", param));
+  }
+  /* Compositions: rewritten or refused, never broken. */
+  compose(s, &b, "tile_matmul", 1281280888, "restrict", 0, false);
+  compose(s, &b, "tile_matmul", 1281280888, "launch_bounds", 2, false);
+  compose(s, &b, "tile_matmul", 1281280888, "fast_math", 0, false);
+  compose(s, &b, "tile_matmul", 1280640884, "unroll", 4, false);
+  assert_false(compose(s, &b, "tile_matmul", 1281280888, "tile_matmul", 1281280888, false));
+  compile_all(&b);
+  close_subject(s);
+
+  /* A * B^T: both operands along k, both stored transposed; A^T * B: both
+   * along their outer index, neither transposed. The leading dimensions
+   * are parameters: guards. */
+  batch b2 = {0};
+  subject *nt = open_subject("rules/tile_mm.cu", "gemm_nt_kernel");
+  subject *tn = open_subject("rules/tile_mm.cu", "gemm_tn_kernel");
+  for (size_t i = 0; i < sizeof fast_params / sizeof *fast_params; i++) {
+    int param = fast_params[i];
+    ks_variant c1 = apply_ok(nt, &nt->in, "tile_matmul", param);
+    expect_fast(nt, &c1, param, "float", "float");
+    expect_text(&c1, "ks_gy[ks_l] = *(const float4 *)&A[r * lda + kk];");
+    expect_text(&c1, "ks_gx[ks_l] = *(const float4 *)&B[q * ldb + kk];");
+    expect_text(&c1, "both operands transposed");
+    expect_text(&c1, "ks_acc[ks_r][ks_c] = ks_acc[ks_r][ks_c] + ks_a[ks_r] * ks_b[ks_c];");
+    assert_int_equal(count_of(c1.source, "C[r * ldc + q] = alpha * acc;"), 1);
+    assert_true(has_guard(&c1, "lda % 4 == 0"));
+    assert_true(has_guard(&c1, "ldb % 4 == 0"));
+    assert_true(has_guard(&c1, "aligned(A, 16)"));
+    assert_true(has_guard(&c1, "aligned(B, 16)"));
+    queue(&b2, nt, &c1, ks_arena_printf(&nt->arena, "gemm_nt_kernel.tile_matmul=%d", param));
+    ks_variant c2 = apply_ok(tn, &tn->in, "tile_matmul", param);
+    expect_fast(tn, &c2, param, "float", "float");
+    expect_text(&c2, "ks_gy[ks_l] = *(const float4 *)&A[kk * lda + r];");
+    expect_text(&c2, "ks_gx[ks_l] = *(const float4 *)&B[kk * ldb + q];");
+    expect_text(&c2, "neither transposed");
+    expect_text(&c2, "*(float4 *)&ks_sy[0][ks_v / ");
+    /* The early return is a `continue` in both phases; C += straight into
+     * memory: loaded once in the prologue, stored once in the epilogue. */
+    assert_int_equal(count_of(c2.source, "ks_acc[ks_r][ks_c] = C[r * cols + q];"), 1);
+    assert_int_equal(count_of(c2.source, "C[r * cols + q] = ks_acc[ks_r][ks_c];"), 1);
+    assert_true(has_guard(&c2, "lda % 4 == 0"));
+    assert_true(has_guard(&c2, "ldb % 4 == 0"));
+    ks_candidate cand = resolve(tn, &c2, false);
+    for (size_t w = 0; w < tn->t.nworkloads; w++) /* lda = rows: 1024 holds, 37 does not */
+      assert_int_equal(cand.guards_hold[w], !strcmp(tn->t.workloads[w].size_name, "timed"));
+    queue(&b2, tn, &c2, ks_arena_printf(&tn->arena, "gemm_tn_kernel.tile_matmul=%d", param));
+  }
+  compose(nt, &b2, "restrict", 0, "tile_matmul", 1281280888, true);
+  compile_all(&b2);
+  close_subject(nt);
+  close_subject(tn);
+
+  /* PolyBench's gemm (testdata/legacy, no spec): tests/golden_tile_fast.sh. */
+
+  /* Where float4 loads cannot apply, each says why. */
+  static const struct {
+    const char *kernel, *why;
+  } no[] = {
+      {"gemm_macro_kernel", "(77) is not a multiple of 4"},
+      {"aat_kernel", "are not float (double, double)"},
+      {"gemm_offset_kernel", "cannot be loaded with float4"},
+      {"rowsum_kernel", "exactly two operands"},
+  };
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+    subject *k = open_subject("rules/tile_mm.cu", no[i].kernel);
+    expect_refused(k, &k->in, "tile_matmul", 1281280888, no[i].why);
+    close_subject(k);
+  }
+  subject *bad = open_subject("apps/sgemm", "sgemm_naive_kernel");
+  expect_refused(bad, &bad->in, "tile_matmul", 1281280887, "is not BM");
+  expect_refused(bad, &bad->in, "tile_matmul", 1281283288, "is not BM");
+  expect_refused(bad, &bad->in, "tile_matmul", 320320888, "is not BM");
+  close_subject(bad);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sgemm_app),    cmocka_unit_test(macro_gemm),   cmocka_unit_test(aat_double),
       cmocka_unit_test(gemm_nt),      cmocka_unit_test(refusals),     cmocka_unit_test(compositions),
+      cmocka_unit_test(fast_choices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

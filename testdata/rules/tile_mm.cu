@@ -2,7 +2,9 @@
 // with macro sizes and C89 loops that accumulates in a local set after its
 // declaration, A * A^T in double accumulating straight into its output with
 // the roles of x and y swapped and inclusive bounds, and A * B^T with leading
-// dimensions as parameters; then a kernel the rule must leave alone.
+// dimensions as parameters; then a kernel the rule must leave alone, and A^T * B
+// (both operands contiguous along the outputs' indices), and A * B read at an
+// offset.
 
 #define GM_NI 200
 #define GM_NJ 150
@@ -103,5 +105,52 @@ __global__ void rowsum_kernel(const float *a, float *c, int n)
 		for (k = 0; k < n; k++)
 			s += a[i * n + k];
 		c[i * n + j] = s * (float)j;
+	}
+}
+
+// C = A^T * B + C: A is depth x rows (lda), B is depth x cols (ldb), both
+// contiguous along the output's index (tile_matmul's float4 choices load
+// them along rows and cols, with tails past a bound that is not a multiple
+// of 4).
+/* kernelsmith:
+ *   size timed: rows = 1024, cols = 1024, depth = 512
+ *   size odd:   rows = 37, cols = 70, depth = 19
+ *   scalar lda = rows, ldb = cols
+ *   in    A[depth * lda] uniform(-1, 1)
+ *   in    B[depth * ldb] uniform(-1, 1)
+ *   inout C[rows * cols] uniform(-1, 1) tol(atol = 1e-4, rtol = 1e-4)
+ *   launch grid = dim3(ceil_div(cols, 16), ceil_div(rows, 16)), block = dim3(16, 16)
+ */
+__global__ void gemm_tn_kernel(int rows, int cols, int depth, const float *A, int lda,
+                               const float *B, int ldb, float *C)
+{
+	int r = blockIdx.y * blockDim.y + threadIdx.y;
+	int q = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (r >= rows || q >= cols)
+		return;
+	for (int kk = 0; kk < depth; kk++)
+		C[r * cols + q] += A[kk * lda + r] * B[kk * ldb + q];
+}
+
+// A * B with A read at an offset: the float4 choices refuse it (an index
+// that is not `row * ld + k`), the others tile it.
+/* kernelsmith:
+ *   size timed: n = 256, off = 4
+ *   in  A[n * n + off] uniform(-1, 1)
+ *   in  B[n * n] uniform(-1, 1)
+ *   out C[n * n] tol(atol = 1e-4, rtol = 1e-4)
+ *   launch grid = dim3(ceil_div(n, 16), ceil_div(n, 16)), block = dim3(16, 16)
+ */
+__global__ void gemm_offset_kernel(const float *A, const float *B, float *C, int n, int off)
+{
+	int i = blockIdx.y * blockDim.y + threadIdx.y;
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n && j < n) {
+		float s = 0.0f;
+		for (int k = 0; k < n; k++)
+			s += A[i * n + k + off] * B[k * n + j];
+		C[i * n + j] = s;
 	}
 }

@@ -14,6 +14,9 @@ inline void __syncthreads() { g_bar->arrive_and_wait(); }
 #define __global__
 #define __shared__ static
 #define __restrict__
+#define __align__(n) __attribute__((aligned(n)))
+struct alignas(16) float4 { float x, y, z, w; };
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 template <class T> T __ldg(const T *p) { return *p; }
 template <class F> void launch(dim3 g, dim3 b, F f) {
   gridDim = g; blockDim = b;
