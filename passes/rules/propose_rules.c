@@ -1,8 +1,8 @@
 /* propose_rules: the rules proposer behind the search's proposer table.
  *
  * A parent is parsed once (ks_rules_prepare) and kept; every draw then
- * shuffles the (rule, parameter) pairs and applies them in that order until
- * enough apply. A rule already in the parent's chain is not applied again:
+ * deals out the (rule, parameter) pairs, one of each rule per turn in a
+ * shuffled order, and applies them in that order until enough apply. A rule already in the parent's chain is not applied again:
  * its other parameters are tried on the parent's parent instead (siblings),
  * which keeps chains short and readable. */
 #include <stdio.h>
@@ -77,25 +77,54 @@ static int rules_propose(void *self, ks_ctx *ctx, const ks_node *parent,
     return 0;
   size_t nrules;
   const ks_rule *const *rules = ks_rules_all(&nrules);
+  /* The rules in a shuffled order, each with its choices shuffled, dealt
+   * out one choice of each rule per turn: every rule gets a try at every
+   * parent before any gets its second, so a rule with one or a few choices
+   * (tile_matmul's tiles, warp_rows) is drawn as often as one with many
+   * (block sizes, unroll factors), which a draw over all (rule, choice)
+   * pairs would favour. Fisher-Yates with the search's generator:
+   * reproducible per round. */
   KS_ARRAY(step) steps = {0};
   ks_arena scratch = KS_ARENA_INIT;
+  size_t *order = ks_arena_alloc(&scratch, (nrules ? nrules : 1) * sizeof *order);
+  size_t *first = ks_arena_alloc(&scratch, (nrules + 1) * sizeof *first);
+  size_t nused = 0;
   for (size_t r = 0; r < nrules; r++) {
     if (rp->tuning_only && !rules[r]->tuning)
       continue;
-    if (!rules[r]->nchoices) {
-      *ks_array_push(&scratch, &steps) = (step){rules[r], 0};
-      continue;
+    order[nused++] = r;
+  }
+  for (size_t i = nused; i > 1; i--) {
+    size_t j = ks_rng_below(rng, i), t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+  size_t most = 0;
+  for (size_t u = 0; u < nused; u++) {
+    const ks_rule *rule = rules[order[u]];
+    first[u] = steps.len;
+    if (!rule->nchoices)
+      *ks_array_push(&scratch, &steps) = (step){rule, 0};
+    for (size_t c = 0; c < rule->nchoices; c++)
+      *ks_array_push(&scratch, &steps) = (step){rule, rule->choices[c]};
+    size_t n = steps.len - first[u];
+    for (size_t i = n; i > 1; i--) {
+      size_t j = ks_rng_below(rng, i);
+      step t = steps.items[first[u] + i - 1];
+      steps.items[first[u] + i - 1] = steps.items[first[u] + j];
+      steps.items[first[u] + j] = t;
     }
-    for (size_t c = 0; c < rules[r]->nchoices; c++)
-      *ks_array_push(&scratch, &steps) = (step){rules[r], rules[r]->choices[c]};
+    if (n > most)
+      most = n;
   }
-  /* Fisher-Yates with the search's generator: reproducible per round. */
-  for (size_t i = steps.len; i > 1; i--) {
-    size_t j = ks_rng_below(rng, i);
-    step t = steps.items[i - 1];
-    steps.items[i - 1] = steps.items[j];
-    steps.items[j] = t;
-  }
+  first[nused] = steps.len;
+  KS_ARRAY(step) dealt = {0};
+  for (size_t turn = 0; turn < most; turn++)
+    for (size_t u = 0; u < nused; u++)
+      if (first[u] + turn < first[u + 1])
+        *ks_array_push(&scratch, &dealt) = steps.items[first[u] + turn];
+  steps.items = dealt.items;
+  steps.len = dealt.len;
   const char *chain = parent->techniques ? parent->techniques : "";
   for (size_t i = 0; i < steps.len && out->len < want; i++) {
     const step *st = &steps.items[i];
