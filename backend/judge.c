@@ -516,6 +516,7 @@ static void time_warm(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_ru
     return;
   ks_run_request req = *flushed;
   req.timing.warm = true;
+  req.ref = (ks_module){0}; /* no recheck follows a warm timing */
   ks_run_result r;
   ks_ctx quiet;
   ks_ctx_init(&quiet, ctx->prog);
@@ -703,6 +704,7 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
   /* Timing on the timed size, interleaved, then the last timed output
    * rechecked on fresh inputs. */
   ks_run_request req = {.base = base, .cand = cand, .work = &s->workloads[timed],
+                        .ref = c ? workload_ref(s, &s->workloads[timed]) : (ks_module){0},
                         .cand_launch = c ? c->launches[timed] : s->workloads[timed].launch,
                         .time = true, .timing = timing,
                         .recheck_seed = mix(j->opts.seed, 0xC0FFEE)};
