@@ -20,7 +20,15 @@
  * result, but no worse. The tolerance is the tighter of the buffer's and
  * the type's default, so a loosened tolerance against the original (which
  * lets a different order of operations pass) does not also let a variant
- * lower the precision. */
+ * lower the precision. An element beyond the tolerance against the
+ * original that does not count against the candidate here is excused
+ * (ref_excused) and taken out of the output's mismatches: the candidate is
+ * no less accurate there, only rounded otherwise (a reordered sum where it
+ * cancels, which a capture's type-default tolerance cannot allow for).
+ *
+ * Captured inputs (KS_DIST_FILE) are widened like generated ones, from the
+ * original's host copy of the file's bytes; a pointer into a widened
+ * buffer moves with it (its byte offset doubled). */
 #include "worker.h"
 
 #include <math.h>
