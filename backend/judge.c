@@ -175,6 +175,36 @@ static const char *machine_code_diff(ks_arena *a, const ks_compile_result *nvrtc
                          short_digest(a, y.text_sha256));
 }
 
+/* The twin workload `w` runs with: the spec's `reference fp64` gives it to
+ * every workload, capture_reference to the captured ones; none where the
+ * workload has no widened form (no_ref). */
+static ks_module workload_ref(const ks_subject *s, const ks_workload *w) {
+  if (w->no_ref || (!s->fp64_reference && !(s->capture_reference && w->captured)))
+    return (ks_module){0};
+  return s->ref;
+}
+
+/* Captured workloads that go without the reference, said in one line:
+ * `why` for all of them, else the ones whose inputs have no widened form. */
+static void capture_ref_note(ks_ctx *ctx, const ks_subject *s, const char *why) {
+  size_t ncap = 0, nout = 0;
+  const ks_workload *first = NULL;
+  for (size_t i = 0; i < s->nworkloads; i++) {
+    const ks_workload *w = &s->workloads[i];
+    ncap += w->captured;
+    if (w->captured && w->no_ref && !nout++)
+      first = w;
+  }
+  if (!ncap)
+    return;
+  if (why)
+    ks_warn(ctx, "%s: captured inputs are judged against the original alone, without the fp64 "
+                 "reference: %s", s->kernel, why);
+  else if (nout)
+    ks_warn(ctx, "%s: %zu of %zu captured launches are judged without the fp64 reference ('%s': "
+                 "%s)", s->kernel, nout, ncap, first->size_name, first->no_ref);
+}
+
 int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
   if (s->fp64_reference && (!s->ref_source || !s->ref_name_expression))
     return ks_fail(ctx, "kernel '%s': the spec asks for an fp64 reference, and there is no "
@@ -206,7 +236,12 @@ int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
                                .nextra = s->noptions,
                                .nvcc = nvcc}};
   size_t n = other ? 2 : 1;
-  if (s->fp64_reference)
+  bool have_captured = false;
+  for (size_t i = 0; i < s->nworkloads; i++)
+    have_captured |= s->workloads[i].captured && !s->workloads[i].no_ref;
+  bool twin = s->fp64_reference ||
+              (s->capture_reference && have_captured && s->ref_source && s->ref_name_expression);
+  if (twin)
     units[n++] = units[2];
   ks_compile_result r[3];
   if (ks_compile(ctx, &j->compiler, units, n, arena, r))
@@ -228,14 +263,23 @@ int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena) {
       (s->machine_code_note = machine_code_diff(arena, &r[0], &r[1])))
     ks_warn(ctx, "%s: %s", s->kernel, s->machine_code_note);
   s->ref = (ks_module){0};
-  if (!s->fp64_reference)
+  if (!twin) {
+    if (s->capture_reference && !s->fp64_reference)
+      capture_ref_note(ctx, s, s->ref_refusal ? s->ref_refusal : NULL);
     return 0;
-  const ks_compile_result *twin = &r[n - 1];
-  if (twin->status != KS_COMPILE_OK)
+  }
+  const ks_compile_result *tr = &r[n - 1];
+  if (tr->status != KS_COMPILE_OK && s->fp64_reference)
     return ks_fail(ctx, "kernel '%s': its fp64 twin (the fp64 reference the spec asks for) does "
                         "not compile: %s",
-                   s->kernel, twin->reason);
-  s->ref = (ks_module){twin->cubin, twin->cubin_size, twin->lowered[0]};
+                   s->kernel, tr->reason);
+  if (tr->status != KS_COMPILE_OK) {
+    capture_ref_note(ctx, s, ks_arena_printf(arena, "its fp64 twin does not compile: %s",
+                                             tr->reason ? tr->reason : "?"));
+    return 0;
+  }
+  s->ref = (ks_module){tr->cubin, tr->cubin_size, tr->lowered[0]};
+  capture_ref_note(ctx, s, NULL);
   return 0;
 }
 
@@ -370,6 +414,7 @@ static void fill_errors(ks_eval *e, const ks_seed_check *sc) {
     e->ref_base_max_rel = fmax(e->ref_base_max_rel, o->ref_base_max_rel);
     e->ref_cand_max_abs = fmax(e->ref_cand_max_abs, o->ref_cand_max_abs);
     e->ref_cand_max_rel = fmax(e->ref_cand_max_rel, o->ref_cand_max_rel);
+    e->ref_excused += o->ref_excused;
   }
 }
 
@@ -471,6 +516,7 @@ static void time_warm(ks_ctx *ctx, ks_judge *j, const ks_subject *s, const ks_ru
     return;
   ks_run_request req = *flushed;
   req.timing.warm = true;
+  req.ref = (ks_module){0}; /* no recheck follows a warm timing */
   ks_run_result r;
   ks_ctx quiet;
   ks_ctx_init(&quiet, ctx->prog);
@@ -589,15 +635,14 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
         sr->screened = true;
         continue;
       }
-      /* Captured inputs are the same for every seed: one run says it all
-       * (and the fp64 twin cannot widen bytes read from a file). */
+      /* Captured inputs are the same for every seed: one run says it all. */
       bool captured = s->workloads[i].captured;
       unsigned n = captured ? 1 : nseeds;
       unsigned long long *seeds = ks_arena_alloc(a, n * sizeof *seeds);
       for (unsigned k = 0; k < n; k++)
         seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);
       ks_run_request req = {.base = base, .cand = cand,
-                            .ref = captured ? (ks_module){0} : s->ref,
+                            .ref = workload_ref(s, &s->workloads[i]),
                             .work = &s->workloads[i], .cand_launch = c->launches[i],
                             .seeds = seeds, .nseeds = n, .verify = true};
       ks_run_result vr;
@@ -612,7 +657,21 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
       e->cand_smem = rr->cand_static_smem;
       /* The reference is the original's, not the candidate's: its failure
        * leaves nothing to judge against. */
-      if (rr->status != KS_RUN_OK && rr->error_kernel && !strcmp(rr->error_kernel, "ref"))
+      bool ref_failed =
+          rr->status != KS_RUN_OK && rr->error_kernel && !strcmp(rr->error_kernel, "ref");
+      if (ref_failed && !s->fp64_reference) {
+        /* The reference captured inputs get by default, not one the spec
+         * asks for: dropped, said once, and the size run again without it. */
+        ks_warn(ctx, "%s: the fp64 reference failed on captured size '%s' (%s): captured inputs "
+                     "are judged against the original alone", s->kernel, sr->size,
+                rr->error ? rr->error : "failed");
+        s->ref = (ks_module){0};
+        req.ref = s->ref;
+        if (run(ctx, j, &req, a, &vr))
+          return -1;
+        ref_failed = false;
+      }
+      if (ref_failed)
         return ks_fail(ctx, "kernel '%s': its fp64 reference failed on size '%s': %s", s->kernel,
                        sr->size, rr->error ? rr->error : "failed");
       if (rr->status != KS_RUN_OK) {
@@ -645,6 +704,7 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
   /* Timing on the timed size, interleaved, then the last timed output
    * rechecked on fresh inputs. */
   ks_run_request req = {.base = base, .cand = cand, .work = &s->workloads[timed],
+                        .ref = c ? workload_ref(s, &s->workloads[timed]) : (ks_module){0},
                         .cand_launch = c ? c->launches[timed] : s->workloads[timed].launch,
                         .time = true, .timing = timing,
                         .recheck_seed = mix(j->opts.seed, 0xC0FFEE)};

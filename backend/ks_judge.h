@@ -86,6 +86,13 @@ typedef struct ks_subject {
   const ks_workload *workloads;  /* one per size set */
   size_t nworkloads;
   bool fp64_reference;           /* the spec's `reference fp64` */
+  bool capture_reference;        /* captured workloads are judged against the
+                                    twin too, by default (docs/judge.md,
+                                    "Captured workloads"): a twin that cannot
+                                    be made or compiled is a note, said once,
+                                    and they go on without it */
+  const char *ref_refusal;       /* capture_reference: why the slice has no
+                                    twin (ref_source NULL); NULL */
   const char *ref_source;        /* the slice's fp64 twin (ks_slice_to_fp64) */
   const char *ref_name_expression; /* the instance in the twin ("k<double>") */
   bool build_known;              /* the user's build compiles the kernel's file
@@ -109,7 +116,9 @@ typedef struct ks_subject {
 
 /* Compiles the original, and its fp64 twin when the subject asks for the
  * reference (a twin that does not compile is an error: the spec asks for
- * what cannot be given). */
+ * what cannot be given) or has captured workloads to give it to (there a
+ * twin that cannot be had is one warning line, and the workloads are
+ * judged against the original alone). */
 int ks_judge_prepare(ks_ctx *ctx, ks_judge *j, ks_subject *s, ks_arena *arena);
 
 /* A variant ready to judge: its source, the name expression of its kernel,

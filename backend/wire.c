@@ -10,7 +10,8 @@
  * Doubles that JSON cannot spell (NaN, infinities: a relative error against
  * a zero, an expected value that is NaN) travel as "nan", "inf", "-inf".
  * Fields added after version 1's first release (captured workloads, raw
- * byte arguments, replay, the capture checks) are left out at their
+ * byte arguments, replay, the capture checks, the reference's `ref_same`
+ * and `excused`) are left out at their
  * defaults, so that a frame without them is byte for byte what it was.
  * Decoding is in wire_decode.c, framing and the reading and writing of
  * frames in wire_io.c. */
@@ -250,6 +251,8 @@ static int workload_item(ks_ctx *ctx, const ks_workload *w, cJSON **out) {
         return ks_fail(ctx, "worker protocol: argument %zu passes %zu raw bytes (1 to %d)", i,
                        a->size, KS_WIRE_MAX_ARG_BYTES);
       cJSON_AddItemToObject(e, "bytes", hex_item(a->bytes, a->size));
+      if (a->ref_same)
+        cJSON_AddBoolToObject(e, "ref_same", true);
     } else {
       if (!ks_wire_dtype_name(a->dtype) || a->dtype == KS_DT_NONE)
         return ks_fail(ctx, "worker protocol: scalar argument %zu has no type", i);
@@ -328,6 +331,8 @@ static cJSON *ref_item(const ks_output_check *c) {
   put_double(o, "cand_max_rel", c->ref_cand_max_rel);
   put_u64(o, "mismatches", c->ref_mismatches);
   put_i64(o, "first_mismatch", c->ref_first_mismatch);
+  if (c->ref_excused)
+    put_u64(o, "excused", c->ref_excused);
   put_double(o, "value", c->ref_value);
   put_double(o, "got", c->ref_got);
   put_double(o, "base", c->ref_base);

@@ -307,6 +307,7 @@ static void get_workload(decoder *d, const cJSON *o, ks_workload *w) {
     if (has(e, "bytes")) {
       a->kind = KS_ARG_BYTES;
       get_hex(d, e, "bytes", a);
+      a->ref_same = opt_bool(d, e, "ref_same");
       continue;
     }
     a->kind = KS_ARG_SCALAR;
@@ -369,6 +370,7 @@ static void get_ref(decoder *d, const cJSON *e, ks_output_check *c) {
   c->ref_cand_max_rel = get_double(d, r, "cand_max_rel");
   c->ref_mismatches = get_u64(d, r, "mismatches");
   c->ref_first_mismatch = get_i64(d, r, "first_mismatch");
+  c->ref_excused = opt_u64(d, r, "excused");
   c->ref_value = get_double(d, r, "value");
   c->ref_got = get_double(d, r, "got");
   c->ref_base = get_double(d, r, "base");

@@ -489,6 +489,7 @@ static int parse_reference(spec_parser *sp, const char *p) {
   if (!word || *skip_ws(p) || (strcmp(word, "fp64") && strcmp(word, "native")))
     return FAIL(sp, "reference: expected 'fp64' or 'native'");
   sp->out->fp64_reference = !strcmp(word, "fp64");
+  sp->out->native_reference = !strcmp(word, "native");
   return 0;
 }
 

@@ -76,6 +76,10 @@ void ks_eval_print(FILE *out, const ks_judge *j, const ks_target *t, const ks_ca
       fprintf(out, "accuracy  vs fp64: original max rel %.3g (abs %.3g), variant max rel %.3g "
                    "(abs %.3g)\n",
               e->ref_base_max_rel, e->ref_base_max_abs, e->ref_cand_max_rel, e->ref_cand_max_abs);
+    if (e->has_ref && e->ref_excused)
+      fprintf(out, "          %llu element%s beyond the tolerance against the original, no less "
+                   "accurate against fp64: accepted\n",
+              e->ref_excused, e->ref_excused == 1 ? "" : "s");
   }
   if (!c && e->compiler)
     fprintf(out, "compile   the original by %s\n", compiler_name(e->compiler));

@@ -63,6 +63,12 @@ int ks_target_open_kernel(ks_ctx *ctx, const ks_scan_options *opts, const ks_sca
 int ks_target_open_captured(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *scan,
                             const ks_kernel *k, ks_capture *cap, bool capture_only,
                             ks_arena *arena, ks_target *out);
+/* The fp64 twin that captured workloads get by default (docs/judge.md,
+ * "Captured workloads"), unless the spec says `reference native`: sets
+ * t->subject's capture_reference, and its ref_source and
+ * ref_name_expression, or ref_refusal (why the slice has no twin) when it
+ * cannot be made. Never fails; ks_target_open_captured calls it. */
+void ks_target_capture_reference(ks_ctx *ctx, ks_target *t, ks_arena *arena);
 /* A kernel from its captured launches alone, of template instance
  * `instance` ("float, 128"; NULL: the first captured): what replay runs
  * for each instance a capture holds. */

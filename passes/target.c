@@ -163,8 +163,31 @@ subject:
                           "the line to compare with the original alone)",
                      t->spec.file, t->spec.line, k->qualified_name, why);
     }
+    return 0;
   }
+  if (!t->spec.native_reference)
+    ks_target_capture_reference(ctx, t, arena);
   return 0;
+}
+
+void ks_target_capture_reference(ks_ctx *ctx, ks_target *t, ks_arena *arena) {
+  /* Captured inputs get the twin by default (docs/judge.md, "Captured
+   * workloads"): made now, for captures added later too; compiled only
+   * where there are captured workloads (ks_judge_prepare). Without one,
+   * the reason, which the judge says once. */
+  ks_subject *s = &t->subject;
+  s->capture_reference = true;
+  s->ref_refusal = NULL;
+  char saved[sizeof ctx->error];
+  memcpy(saved, ctx->error, sizeof saved);
+  s->ref_source = ks_slice_to_fp64(ctx, arena, t->slice.source);
+  s->ref_name_expression =
+      s->ref_source ? ks_slice_to_fp64(ctx, arena, s->name_expression) : NULL;
+  if (!s->ref_name_expression) {
+    s->ref_source = NULL;
+    s->ref_refusal = ks_arena_strdup(arena, ctx->error);
+  }
+  memcpy(ctx->error, saved, sizeof saved); /* a note, not this call's failure */
 }
 
 int ks_target_open_capture_instance(ks_ctx *ctx, const ks_scan_options *opts,

@@ -262,6 +262,8 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
         arg->kind = KS_ARG_BYTES;
         arg->bytes = p->value;
         arg->size = (size_t)p->size;
+        /* A pointer to no allocation (NULL) is one in the twin too. */
+        arg->ref_same = types[i].pointer;
       }
       continue;
     }
@@ -371,6 +373,38 @@ static int capture_bytes_min(ks_ctx *ctx, ks_capture *cap, const ks_capture_laun
   return 0;
 }
 
+/* Why the fp64 twin cannot run on captured workload `w`, or NULL. The
+ * twin computes in double where the original had float (docs/judge.md,
+ * "The fp64 reference"): an f32 buffer is widened element by element, and
+ * pointers into it move with it; what holds floats the worker cannot see
+ * has no widened form. */
+static const char *ref_problem(ks_arena *a, const ks_kernel *k, const ptype *types,
+                               const ks_workload *w) {
+  for (size_t i = 0; i < w->args.len && i < k->params.len; i++) {
+    const ks_warg *arg = &w->args.items[i];
+    const ks_param *p = &k->params.items[i];
+    const char *name = p->name[0] ? p->name : ks_arena_printf(a, "#%zu", i);
+    if (arg->kind == KS_ARG_BYTES && !arg->ref_same)
+      return ks_arena_printf(a, "'%s' (%s) is passed by value as raw bytes, which the twin may "
+                                "lay out anew with doubles",
+                             name, p->type ? p->type : "?");
+    if (arg->kind != KS_ARG_BUFFER || arg->buffer >= w->buffers.len)
+      continue;
+    /* Bytes: an allocation that parameters of different types share, or
+     * a pointee that is no arithmetic type (a struct, void, float4). */
+    bool floats = types[i].dtype == KS_DT_F32 || types[i].dtype == KS_DT_NONE;
+    if (w->buffers.items[arg->buffer].dtype == KS_DT_U8 && floats)
+      return types[i].dtype == KS_DT_NONE
+                 ? ks_arena_printf(a, "'%s' points at %s, which may hold floats the twin reads "
+                                      "as doubles",
+                                   name, p->pointee ? p->pointee : "an unknown type")
+                 : ks_arena_printf(a, "'%s' shares its allocation with parameters of other "
+                                      "types, so its floats cannot be widened alone",
+                                   name);
+  }
+  return NULL;
+}
+
 /* ---- the kernel's captured launches ------------------------------------- */
 
 static bool same_ignoring_spaces(const char *x, const char *y) {
@@ -432,6 +466,7 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
     }
     if (launch_workload(ctx, cap, l, k, types, t->ncapture_files, a, &works[nw]))
       return -1;
+    works[nw].no_ref = ref_problem(a, k, types, &works[nw]);
     ls[nw++] = l;
   }
   /* A later capture file adds launches to the first one's: the spec made

@@ -52,6 +52,12 @@ typedef struct ks_output_check {
   long long ref_first_mismatch;      /* index, -1 when none */
   double ref_value, ref_got, ref_base; /* at ref_first_mismatch: the
                                         reference, the candidate, the original */
+  unsigned long long ref_excused;    /* elements beyond the tolerance against
+                                        the original where the candidate is no
+                                        less accurate than allowed against the
+                                        reference: accepted, and left out of
+                                        `mismatches` (first_mismatch, expected
+                                        and got are the first one left) */
   /* Against what a capture recorded after the launch (the buffer has an
    * expect_file), in a replay request: the original's output compared bit
    * for bit, and with the tolerance. */
@@ -117,6 +123,9 @@ typedef struct ks_eval {
   bool has_ref;
   double ref_base_max_abs, ref_base_max_rel;   /* the original's */
   double ref_cand_max_abs, ref_cand_max_rel;   /* the variant's */
+  unsigned long long ref_excused; /* elements beyond the tolerance against
+                                     the original, accepted as no less
+                                     accurate against the reference (summed) */
   /* timing, on the timed size */
   bool timed;
   unsigned base_samples, cand_samples, dropped_low_clock;

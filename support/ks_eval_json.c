@@ -67,6 +67,7 @@ static void output_ref_json(cJSON *j, const ks_output_check *o, bool complete) {
   num(r, "variant_max_abs_error", o->ref_cand_max_abs);
   num(r, "variant_max_rel_error", o->ref_cand_max_rel);
   ks_json_add_u64(r, "mismatches", o->ref_mismatches);
+  ks_json_add_u64(r, "excused", o->ref_excused);
   num(r, "first_mismatch", (double)o->ref_first_mismatch);
   if (o->ref_first_mismatch >= 0 || complete) {
     num(r, "reference", o->ref_value);
@@ -214,6 +215,7 @@ void ks_eval_json_add(cJSON *root, const ks_eval *e, unsigned flags) {
     num(r, "original_max_rel_error", e->ref_base_max_rel);
     num(r, "variant_max_abs_error", e->ref_cand_max_abs);
     num(r, "variant_max_rel_error", e->ref_cand_max_rel);
+    ks_json_add_u64(r, "excused", e->ref_excused);
   } else {
     cJSON_AddNullToObject(root, "fp64_reference");
   }
@@ -320,6 +322,7 @@ static void read_check(ks_arena *a, const cJSON *j, ks_output_check *o) {
   o->ref_cand_max_abs = get_num(r, "variant_max_abs_error");
   o->ref_cand_max_rel = get_num(r, "variant_max_rel_error");
   o->ref_mismatches = get_u64(r, "mismatches");
+  o->ref_excused = get_u64(r, "excused");
   o->ref_first_mismatch = get_ll(r, "first_mismatch");
   o->ref_value = get_num(r, "reference");
   o->ref_got = get_num(r, "got");
@@ -422,6 +425,7 @@ int ks_eval_from_json(ks_ctx *ctx, const char *text, ks_arena *a, ks_eval *out) 
   out->ref_base_max_rel = get_num(r, "original_max_rel_error");
   out->ref_cand_max_abs = get_num(r, "variant_max_abs_error");
   out->ref_cand_max_rel = get_num(r, "variant_max_rel_error");
+  out->ref_excused = get_u64(r, "excused");
   read_timing(root, out);
   out->warm_timed = applies(root, "warm", "timed") != NULL;
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "warm");

@@ -116,6 +116,9 @@ typedef struct ks_spec {
                              "float, 256"; NULL: those of its launch sites */
   double atol, rtol;      /* overrides for every output; < 0: by type */
   bool fp64_reference;    /* compare against the kernel run in double */
+  bool native_reference;  /* `reference native`: against the original alone,
+                             captured inputs included (they get the fp64
+                             reference by default, docs/judge.md) */
   unsigned seeds;         /* random input sets per size set; 0: default (3) */
   const char *flops;      /* floating-point operations per launch (expression),
                              for the FLOP-rate report; NULL: unknown */
@@ -164,6 +167,9 @@ typedef struct ks_warg {
   /* KS_ARG_BYTES: the bytes as passed */
   const unsigned char *bytes;
   size_t size;
+  /* KS_ARG_BYTES: the fp64 twin takes the same bytes (a null pointer), so
+   * the reference can run; otherwise raw bytes have no widened form */
+  bool ref_same;
 } ks_warg;
 typedef KS_ARRAY(ks_warg) ks_wargs;
 
@@ -186,6 +192,10 @@ typedef struct ks_workload {
                            seed (one seed verifies them) */
   bool windowed;        /* some buffer is only the span of its allocation
                            that a capture window kept */
+  const char *no_ref;   /* captured: why the fp64 twin cannot run on this
+                           workload (a struct by value, floats in a buffer
+                           of mixed types); NULL: it can. The main
+                           process's alone: not on the wire */
 } ks_workload;
 
 /* What len_<param> of buffer argument `a` is in `w`; false when unknown

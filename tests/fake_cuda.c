@@ -202,6 +202,61 @@ static CUresult gelu_exp_tanh(const kernel_args *k) {
   return CUDA_SUCCESS;
 }
 
+/* test_capture_ref_gpu.c's row sums, y[r] = bias[r] + sum_c A[r][c] * x[c]
+ * (A, x, bias, y, rows, cols): in order, in adjacent pairs then a tree (cols
+ * up to 1024), the same truncated to 10 bits of mantissa, and the fp64
+ * twin. As the CUDA ones do, in the same order of operations. */
+static float cr_trunc10(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  bits &= 0xffffe000u;
+  memcpy(&v, &bits, 4);
+  return v;
+}
+
+static CUresult cr_rows(const kernel_args *k, int how) {
+  const float *A = arg_ptr(k, 0), *x = arg_ptr(k, 1), *bias = arg_ptr(k, 2);
+  float *y = arg_ptr(k, 3);
+  int rows = arg_i32(k, 4), cols = arg_i32(k, 5);
+  for (size_t r = 0; r < k->threads && r < (size_t)rows; r++) {
+    const float *a = A + r * (size_t)cols;
+    float acc = 0;
+    if (!how) {
+      for (int c = 0; c < cols; c++)
+        acc += a[c] * x[c];
+    } else {
+      float buf[512];
+      int m = cols / 2;
+      for (int i = 0; i < m; i++)
+        buf[i] = a[2 * i] * x[2 * i] + a[2 * i + 1] * x[2 * i + 1];
+      for (int w = m / 2; w >= 1; w /= 2)
+        for (int i = 0; i < w; i++)
+          buf[i] += buf[i + w];
+      acc = buf[0];
+      if (how == 2)
+        acc = cr_trunc10(acc);
+    }
+    y[r] = bias ? acc + bias[r] : acc;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult cr_rowsum(const kernel_args *k) { return cr_rows(k, 0); }
+static CUresult cr_rowsum_tree(const kernel_args *k) { return cr_rows(k, 1); }
+static CUresult cr_rowsum_lowp(const kernel_args *k) { return cr_rows(k, 2); }
+
+static CUresult cr_rowsum_f64(const kernel_args *k) {
+  const double *A = arg_ptr(k, 0), *x = arg_ptr(k, 1), *bias = arg_ptr(k, 2);
+  double *y = arg_ptr(k, 3);
+  int rows = arg_i32(k, 4), cols = arg_i32(k, 5);
+  for (size_t r = 0; r < k->threads && r < (size_t)rows; r++) {
+    double acc = 0;
+    for (int c = 0; c < cols; c++)
+      acc += A[r * (size_t)cols + c] * x[c];
+    y[r] = bias ? acc + bias[r] : acc;
+  }
+  return CUDA_SUCCESS;
+}
+
 static CUresult trap(const kernel_args *k) { return CUDA_ERROR_LAUNCH_FAILED; }
 static CUresult null_store(const kernel_args *k) { return CUDA_ERROR_ILLEGAL_ADDRESS; }
 
@@ -251,6 +306,8 @@ static const struct {
     {"lowp", lowp},     {"saxpy_f64", saxpy_f64}, {"saxpy_f64_oob", saxpy_f64_oob},
     {"_Z19gelu_forward_kernelPfPKfi", gelu},      {"_Z19gelu_forward_kernelPdPKdi", gelu_f64},
     {"_Z9gelu_fp16PfPKfi", gelu_fp16},            {"_Z13gelu_exp_tanhPfPKfi", gelu_exp_tanh},
+    {"cr_rowsum", cr_rowsum},     {"cr_rowsum_same", cr_rowsum}, {"cr_rowsum_tree", cr_rowsum_tree},
+    {"cr_rowsum_lowp", cr_rowsum_lowp}, {"cr_rowsum_f64", cr_rowsum_f64},
 };
 
 /* ---- initialisation, devices, contexts ---- */

@@ -431,6 +431,99 @@ static void compiler_kind_names(void **state) {
   assert_string_equal(ks_compiler_kind_name(KS_COMPILER_NVRTC), "nvrtc");
 }
 
+/* The fp64 reference captured workloads get by default (ks_judge_prepare,
+ * no worker): compiled when there is a captured workload to give it to;
+ * a twin the slice has not, or one that does not compile, is one warning
+ * line and no reference, not a failure; workloads with no widened form are
+ * counted in one line; a spec's `reference fp64` still fails on a twin
+ * that does not compile. */
+static const char *prepare_warnings(ks_judge *j, ks_subject *s, ks_arena *a, int *rc) {
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test");
+  char *text = NULL;
+  size_t len = 0;
+  ctx.diag = open_memstream(&text, &len);
+  assert_non_null(ctx.diag);
+  *rc = ks_judge_prepare(&ctx, j, s, a);
+  fclose(ctx.diag);
+  const char *out = ks_arena_strdup(a, text ? text : "");
+  free(text);
+  ks_ctx_release(&ctx);
+  return out;
+}
+
+static size_t lines(const char *s) {
+  size_t n = 0;
+  for (; *s; s++)
+    n += *s == '\n';
+  return n;
+}
+
+static void judge_prepare_capture_reference(void **state) {
+  (void)state;
+  ks_arena a = KS_ARENA_INIT;
+  ks_judge j;
+  memset(&j, 0, sizeof j);
+  j.compiler = compiler;
+  j.opts.compiler = KS_COMPILER_NVRTC;
+  ks_workload w[2] = {{.size_name = "capture0", .captured = true},
+                      {.size_name = "capture1", .captured = true}};
+  ks_subject s = {.kernel = "scale",
+                  .slice_source = "__global__ void scale(float *x, int n) {\n"
+                                  "  int i = threadIdx.x; if (i < n) x[i] *= 0.5f; }\n",
+                  .name_expression = "scale", .workloads = w, .nworkloads = 2,
+                  .capture_reference = true,
+                  .ref_refusal = "'__half' has no faithful fp64 twin"};
+  int rc;
+  const char *text = prepare_warnings(&j, &s, &a, &rc);
+  assert_int_equal(rc, 0);
+  assert_null(s.ref.cubin);
+  assert_int_equal(lines(text), 1);
+  assert_non_null(strstr(text, "scale: captured inputs are judged against the original alone, "
+                               "without the fp64 reference: '__half' has no faithful fp64 twin"));
+
+  /* A twin that does not compile. */
+  s.ref_refusal = NULL;
+  s.ref_source = "__global__ void scale(double *x, int n) { this does not compile }\n";
+  s.ref_name_expression = "scale";
+  text = prepare_warnings(&j, &s, &a, &rc);
+  assert_int_equal(rc, 0);
+  assert_null(s.ref.cubin);
+  assert_int_equal(lines(text), 1);
+  assert_non_null(strstr(text, "without the fp64 reference: its fp64 twin does not compile"));
+
+  /* One that does: the reference, and one line for the workload that has
+   * no widened form. */
+  s.ref_source = "__global__ void scale(double *x, int n) {\n"
+                 "  int i = threadIdx.x; if (i < n) x[i] *= 0.5; }\n";
+  w[1].no_ref = "'p' (Params) is passed by value as raw bytes";
+  text = prepare_warnings(&j, &s, &a, &rc);
+  assert_int_equal(rc, 0);
+  assert_non_null(s.ref.cubin);
+  assert_int_equal(lines(text), 1);
+  assert_non_null(strstr(text, "1 of 2 captured launches are judged without the fp64 reference "
+                               "('capture1': 'p' (Params)"));
+  w[1].no_ref = NULL;
+  text = prepare_warnings(&j, &s, &a, &rc);
+  assert_int_equal(rc, 0);
+  assert_non_null(s.ref.cubin);
+  assert_string_equal(text, "");
+
+  /* No captured workload: nothing compiled for it, nothing said. */
+  w[0].captured = w[1].captured = false;
+  text = prepare_warnings(&j, &s, &a, &rc);
+  assert_int_equal(rc, 0);
+  assert_null(s.ref.cubin);
+  assert_string_equal(text, "");
+
+  /* The spec's `reference fp64`: a twin that does not compile fails. */
+  s.fp64_reference = true;
+  s.ref_source = "__global__ void scale(double *x, int n) { nope }\n";
+  text = prepare_warnings(&j, &s, &a, &rc);
+  assert_int_equal(rc, -1);
+  ks_arena_release(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(candidate_rules),
@@ -441,6 +534,7 @@ int main(void) {
       cmocka_unit_test(nvcc_rejection_falls_back_to_nvrtc),
       cmocka_unit_test(nvrtc_and_nvcc_machine_code),
       cmocka_unit_test(judge_prepare_chooses_the_compiler),
+      cmocka_unit_test(judge_prepare_capture_reference),
       cmocka_unit_test(compiler_kind_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -221,7 +221,8 @@ static ks_workload *captured_workload(ks_arena *a, unsigned char *blob, size_t b
       (ks_warg){.kind = KS_ARG_BUFFER, .buffer = 1, .offset = 7, .length_unknown = true};
   *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BYTES, .bytes = blob, .size = blob_size};
   static const unsigned char null_ptr[8] = {0};
-  *ks_array_push(a, &w->args) = (ks_warg){.kind = KS_ARG_BYTES, .bytes = null_ptr, .size = 8};
+  *ks_array_push(a, &w->args) =
+      (ks_warg){.kind = KS_ARG_BYTES, .bytes = null_ptr, .size = 8, .ref_same = true};
   *ks_array_push(a, &w->args) =
       (ks_warg){.kind = KS_ARG_SCALAR, .dtype = KS_DT_I32, .value = {true, 1024, 0}};
   w->launch = (ks_launch_cfg){{8, 1, 1}, {128, 1, 1}, 0};
@@ -268,6 +269,7 @@ static void captured_request_round_trip(void **state) {
     assert_true(y->offset == x->offset && y->length == x->length);
     assert_true(y->length_set == x->length_set && y->length_unknown == x->length_unknown);
     assert_int_equal(y->size, x->size);
+    assert_int_equal(y->ref_same, x->ref_same); /* the fp64 twin's null pointer */
     if (x->kind == KS_ARG_BYTES)
       assert_memory_equal(y->bytes, x->bytes, x->size);
     else
@@ -299,7 +301,8 @@ static void new_fields_absent_at_defaults(void **state) {
                            .verify = true};
   const char *json = json_of(&m, &a);
   static const char *const added[] = {"file", "expect", "captured", "replay", "offset",
-                                      "length", "{\"bytes\"", "capture"};
+                                      "length", "{\"bytes\"", "capture", "ref_same",
+                                      "excused"};
   for (size_t i = 0; i < sizeof added / sizeof *added; i++)
     if (strstr(json, added[i]))
       fail_msg("'%s' in %s", added[i], json);
@@ -361,7 +364,7 @@ static void run_reply_round_trip(void **state) {
   ks_output_check *c = ks_array_push(&a, &s->outputs);
   *c = (ks_output_check){"out", 1ull << 33, 5, 3, 0.25, INFINITY, 7, NAN, -INFINITY,
                          true, 1.5e-7, 3e-7, 2.5e-3, INFINITY, 1ull << 40, 12, 0.841, NAN, 0.84,
-                         .capture_first_diff = -1};
+                         .ref_excused = (1ull << 35) + 9, .capture_first_diff = -1};
   c = ks_array_push(&a, &s->outputs);
   *c = (ks_output_check){.first_mismatch = -1, .ref_first_mismatch = -1,
                          .capture_first_diff = -1};
@@ -407,6 +410,7 @@ static void run_reply_round_trip(void **state) {
   assert_true(d->ref_cand_max_abs == 2.5e-3 && isinf(d->ref_cand_max_rel));
   assert_true(d->ref_mismatches == 1ull << 40 && d->ref_first_mismatch == 12);
   assert_true(d->ref_value == 0.841 && isnan(d->ref_got) && d->ref_base == 0.84);
+  assert_true(d->ref_excused == (1ull << 35) + 9);
   assert_null(t->outputs.items[1].buffer);
   assert_true(t->outputs.items[1].first_mismatch == -1);
   assert_false(t->outputs.items[1].has_ref);

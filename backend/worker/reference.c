@@ -20,25 +20,100 @@
  * result, but no worse. The tolerance is the tighter of the buffer's and
  * the type's default, so a loosened tolerance against the original (which
  * lets a different order of operations pass) does not also let a variant
- * lower the precision. */
+ * lower the precision. An element beyond the tolerance against the
+ * original that does not count against the candidate here is excused
+ * (ref_excused) and taken out of the output's mismatches: the candidate is
+ * no less accurate there, only rounded otherwise (a reordered sum where it
+ * cancels, which a capture's type-default tolerance cannot allow for).
+ *
+ * Captured inputs (KS_DIST_FILE) are widened like generated ones, from the
+ * original's host copy of the file's bytes; a pointer into a widened
+ * buffer moves with it (its byte offset doubled). */
 #include "worker.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *wk_ref_refusal(const ks_workload *work) {
-  /* Offsets are in bytes of the original's types, raw bytes may hold floats
-   * that the twin reads as doubles: neither has a widened form. */
-  for (size_t i = 0; i < work->buffers.len; i++)
-    if (work->buffers.items[i].dist == KS_DIST_FILE)
-      return "the fp64 reference does not run on captured inputs";
+  /* A captured buffer's bytes are read from the file into the original's
+   * host copy and widened from there like generated ones. What has no
+   * widened form: raw bytes the twin may read otherwise (a struct holding
+   * floats is laid out anew with doubles), unless the main process marked
+   * them the same in the twin (a null pointer); an offset into an f32
+   * buffer that is not a whole number of floats. */
   for (size_t i = 0; i < work->args.len; i++) {
     const ks_warg *a = &work->args.items[i];
-    if (a->kind == KS_ARG_BYTES || (a->kind == KS_ARG_BUFFER && a->offset))
-      return "the fp64 reference does not run on raw-byte arguments or pointers into a buffer";
+    if (a->kind == KS_ARG_BYTES && !a->ref_same)
+      return "the fp64 reference does not run on raw-byte arguments (a struct or a "
+             "half-precision value by value): they have no widened form";
+    if (a->kind == KS_ARG_BUFFER && a->offset && a->buffer < work->buffers.len &&
+        work->buffers.items[a->buffer].dtype == KS_DT_F32 && a->offset % sizeof(float))
+      return "the fp64 reference does not run on a pointer into the middle of a float";
   }
   return NULL;
+}
+
+void wk_widen_f64(ks_dtype t, const void *src, size_t count, void *dst) {
+  const unsigned char *p = src;
+  unsigned char *q = dst;
+  size_t es = ks_wire_dtype_size(t);
+  for (size_t i = 0; i < count; i++, p += es, q += 8) {
+    /* The bits, not a conversion through the FPU: a build or a thread
+     * with denormals-are-zero would flush subnormals, and converting a
+     * signalling NaN quiets it. Sign, exponent rebiased, fraction shifted
+     * left; a subnormal is normalized; infinities and NaNs keep their
+     * sign and payload. */
+    uint64_t sign, frac;
+    int exp, ebits, fbits;
+    switch (t) {
+    case KS_DT_F16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      sign = h >> 15, exp = (h >> 10) & 0x1f, frac = h & 0x3ff, ebits = 5, fbits = 10;
+      break;
+    }
+    case KS_DT_BF16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      sign = h >> 15, exp = (h >> 7) & 0xff, frac = h & 0x7f, ebits = 8, fbits = 7;
+      break;
+    }
+    case KS_DT_F32: {
+      uint32_t x;
+      memcpy(&x, p, 4);
+      sign = x >> 31, exp = (int)((x >> 23) & 0xff), frac = x & 0x7fffff, ebits = 8, fbits = 23;
+      break;
+    }
+    case KS_DT_F64:
+      memcpy(q, p, 8);
+      continue;
+    default: {
+      double v = wk_elem_double(t, p, 0);
+      memcpy(q, &v, 8);
+      continue;
+    }
+    }
+    int bias = (1 << (ebits - 1)) - 1, emax = (1 << ebits) - 1;
+    uint64_t bits;
+    if (exp == emax) {
+      bits = sign << 63 | 0x7ffull << 52 | frac << (52 - fbits);
+    } else if (exp == 0 && frac == 0) {
+      bits = sign << 63;
+    } else {
+      if (exp == 0) { /* subnormal: 0.frac * 2^(1 - bias), normalized */
+        exp = 1;
+        while (!(frac >> fbits)) {
+          frac <<= 1;
+          exp--;
+        }
+        frac &= ((uint64_t)1 << fbits) - 1;
+      }
+      bits = sign << 63 | (uint64_t)(exp - bias + 1023) << 52 | frac << (52 - fbits);
+    }
+    memcpy(q, &bits, 8);
+  }
 }
 
 const ks_workload *wk_ref_workload(ks_arena *arena, const ks_workload *work) {
@@ -55,6 +130,11 @@ const ks_workload *wk_ref_workload(ks_arena *arena, const ks_workload *work) {
   for (size_t i = 0; i < work->args.len; i++) {
     ks_warg *a = ks_array_push(arena, &twin->args);
     *a = work->args.items[i];
+    /* A pointer into a widened buffer (a captured allocation that several
+     * parameters share): as many doubles in as it was floats. */
+    if (a->kind == KS_ARG_BUFFER && a->buffer < work->buffers.len &&
+        work->buffers.items[a->buffer].dtype == KS_DT_F32)
+      a->offset *= 2;
     if (a->kind != KS_ARG_SCALAR || a->dtype != KS_DT_F32)
       continue;
     /* The value the original receives, exactly. */
@@ -74,14 +154,10 @@ ks_launch_cfg wk_ref_launch(const ks_launch_cfg *original) {
 
 /* Buffer `x`'s inputs, widened into its twin `y`'s host copy. */
 static void widen(const wk_buffer *x, wk_buffer *y) {
-  if (x->spec->dtype == y->spec->dtype) {
+  if (x->spec->dtype == y->spec->dtype)
     memcpy(y->input, x->input, x->bytes);
-    return;
-  }
-  for (size_t i = 0; i < (size_t)x->spec->count; i++) {
-    double v = wk_elem_double(x->spec->dtype, x->input, i); /* exact: f32 -> double */
-    memcpy(y->input + i * sizeof v, &v, sizeof v);
-  }
+  else
+    wk_widen_f64(x->spec->dtype, x->input, (size_t)x->spec->count, y->input);
 }
 
 int wk_ref_run(wk_state *w, ks_arena *arena, const wk_buffers *b, wk_reference *ref,
@@ -136,44 +212,71 @@ static double error_of(double v, double ref) {
 }
 
 /* One output: the fields of `c` from the two runs' slots of `x` and the
- * reference's slot 0 of `y`. */
+ * reference's slot 0 of `y`. An element beyond the tolerance against the
+ * original that the reference shows is no less accurate than allowed (a
+ * sum in another order, where it cancels) is excused: taken out of
+ * c->mismatches, which then starts at the first element left. */
 static void compare_one(const wk_buffer *x, int base, int cand, const wk_buffer *y,
                         ks_output_check *c) {
-  double atol, rtol;
+  double atol, rtol, oatol, ortol;
   wk_ref_tolerance(x->spec, &atol, &rtol);
+  wk_tolerance(x->spec, &oatol, &ortol); /* against the original, as verify.c */
   c->has_ref = true;
   c->ref_first_mismatch = -1;
+  c->ref_excused = 0;
+  unsigned long long left = 0; /* mismatches against the original not excused */
+  long long first_left = -1;
+  double first_want = 0, first_got = 0;
   for (size_t i = 0; i < (size_t)x->spec->count; i++) {
     double r = wk_elem_double(y->spec->dtype, y->slot[0], i);
-    if (!isfinite(r))
-      continue; /* nothing exact to measure against (or the twin did not write it) */
     double b = wk_elem_double(x->spec->dtype, x->slot[base], i);
     double g = wk_elem_double(x->spec->dtype, x->slot[cand], i);
-    double eb = error_of(b, r), ec = error_of(g, r), mag = fabs(r);
-    /* Relative errors where the reference exceeds atol: below it the
-     * absolute tolerance rules, and a relative error of a value that
-     * cancelled to almost nothing says nothing about the arithmetic. */
-    bool relative = mag > atol && mag > 0;
-    if (isfinite(eb)) {
-      c->ref_base_max_abs = fmax(c->ref_base_max_abs, eb);
-      if (relative)
-        c->ref_base_max_rel = fmax(c->ref_base_max_rel, eb / mag);
+    double ae, re;
+    bool differs = c->mismatches && !wk_element_ok(b, g, oatol, ortol, &ae, &re);
+    bool worse = false;
+    if (isfinite(r)) {
+      double eb = error_of(b, r), ec = error_of(g, r), mag = fabs(r);
+      /* Relative errors where the reference exceeds atol: below it the
+       * absolute tolerance rules, and a relative error of a value that
+       * cancelled to almost nothing says nothing about the arithmetic. */
+      bool relative = mag > atol && mag > 0;
+      if (isfinite(eb)) {
+        c->ref_base_max_abs = fmax(c->ref_base_max_abs, eb);
+        if (relative)
+          c->ref_base_max_rel = fmax(c->ref_base_max_rel, eb / mag);
+      }
+      if (isfinite(ec)) {
+        c->ref_cand_max_abs = fmax(c->ref_cand_max_abs, ec);
+        if (relative)
+          c->ref_cand_max_rel = fmax(c->ref_cand_max_rel, ec / mag);
+      }
+      /* Both not finite: infinity is not above twice infinity, as it should
+       * not be (the candidate is no worse than the original there). */
+      worse = ec > atol + rtol * mag && ec > 2 * eb + atol;
+      if (worse && c->ref_mismatches++ == 0) {
+        c->ref_first_mismatch = (long long)i;
+        c->ref_value = r;
+        c->ref_got = g;
+        c->ref_base = b;
+      }
+      /* Excused only with a finite result: NaN against a NaN original is
+       * the original's comparison's business. */
+      if (differs && !worse && isfinite(g)) {
+        c->ref_excused++;
+        continue;
+      }
     }
-    if (isfinite(ec)) {
-      c->ref_cand_max_abs = fmax(c->ref_cand_max_abs, ec);
-      if (relative)
-        c->ref_cand_max_rel = fmax(c->ref_cand_max_rel, ec / mag);
+    if (differs && left++ == 0) {
+      first_left = (long long)i;
+      first_want = b;
+      first_got = g;
     }
-    /* Both not finite: infinity is not above twice infinity, as it should
-     * not be (the candidate is no worse than the original there). */
-    if (!(ec > atol + rtol * mag && ec > 2 * eb + atol))
-      continue;
-    if (c->ref_mismatches++ == 0) {
-      c->ref_first_mismatch = (long long)i;
-      c->ref_value = r;
-      c->ref_got = g;
-      c->ref_base = b;
-    }
+  }
+  if (c->ref_excused) {
+    c->mismatches = left;
+    c->first_mismatch = first_left;
+    c->expected = first_want;
+    c->got = first_got;
   }
 }
 

@@ -60,15 +60,22 @@ static int check_workload(ks_arena *arena, const ks_workload *work, wk_outcome *
  * here. (Poisoning first would let such a variant compute, pass, and keep
  * its skipped timed launches.) */
 static int recheck(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
-                   unsigned long long seed, ks_output_checks *out, wk_outcome *oc) {
+                   wk_reference *ref, unsigned long long seed, ks_output_checks *out,
+                   wk_outcome *oc) {
   double t0;
-  if (wk_buffers_fill(w, arena, b, seed, oc) || wk_buffers_prepare(w, arena, b, 0, oc) ||
+  /* With the reference (a request that has one), the recheck excuses what
+   * verification excuses: a reordered sum differs from the original here
+   * as it did there (captured inputs are the same for every seed). */
+  if (wk_buffers_fill(w, arena, b, seed, oc) || (ref && wk_ref_run(w, arena, b, ref, oc)) ||
+      wk_buffers_prepare(w, arena, b, 0, oc) ||
       wk_launch(w, arena, cand, b->params, true, oc) || wk_buffers_download(w, arena, b, 2, oc) ||
       wk_buffers_prepare(w, arena, b, 1, oc) || wk_launch(w, arena, base, b->params, true, oc) ||
       wk_buffers_download(w, arena, b, 0, oc))
     return -1;
   t0 = wk_now();
   wk_compare_outputs(arena, b, 0, 2, -1, out);
+  if (ref)
+    wk_ref_compare(b, 0, 2, &ref->bufs, out);
   w->t_compare += wk_now() - t0;
   return 0;
 }
@@ -81,9 +88,10 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
   wk_reference ref = {0};
   const ks_workload *work = req->work;
   bool have_cand = req->cand.cubin != NULL;
-  /* The reference serves verification only; a replay verifies nothing. */
-  bool have_ref = req->ref.cubin != NULL && have_cand && req->verify && req->nseeds &&
-                  !req->replay;
+  /* The reference serves verification and the recheck after a flushed
+   * timing; a replay verifies nothing. */
+  bool have_ref = req->ref.cubin != NULL && have_cand && !req->replay &&
+                  ((req->verify && req->nseeds) || (req->time && !req->timing.warm));
   /* A zeroed launch means "the original's" (a variant with no policy). */
   ks_launch_cfg cand_launch = req->cand_launch;
   double t_start = wk_now(), t_load = 0, t_alloc = 0, t_verify = 0, t_time = 0, t_recheck = 0;
@@ -143,7 +151,8 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
     t_time = wk_now();
     /* A warm timing follows a flushed one, whose recheck stands for it. */
     if (have_cand && !req->timing.warm &&
-        recheck(w, arena, bufs, &base, &cand, req->recheck_seed, &res->timing.recheck, &oc))
+        recheck(w, arena, bufs, &base, &cand, have_ref ? &ref : NULL, req->recheck_seed,
+                &res->timing.recheck, &oc))
       goto out;
     t_recheck = wk_now();
   }

@@ -44,10 +44,8 @@ void wk_tolerance(const ks_wbuffer *b, double *atol, double *rtol) {
   *rtol = b->rtol >= 0 ? b->rtol : r;
 }
 
-/* Whether `got` is an acceptable value where `want` was expected; the
- * errors are set for pairs of finite values. */
-static bool element_ok(double want, double got, double atol, double rtol, double *abs_err,
-                       double *rel_err) {
+bool wk_element_ok(double want, double got, double atol, double rtol, double *abs_err,
+                   double *rel_err) {
   *abs_err = *rel_err = 0;
   if (isnan(want) || isnan(got))
     return isnan(want) && isnan(got);
@@ -90,7 +88,7 @@ static void compare_f32(const wk_buffer *x, int want, int got, int second, doubl
     memcpy(&fe, &e, 4);
     memcpy(&fg, &g, 4);
     double abs_err, rel_err;
-    bool ok = element_ok(fe, fg, atol, rtol, &abs_err, &rel_err);
+    bool ok = wk_element_ok(fe, fg, atol, rtol, &abs_err, &rel_err);
     if (abs_err > c->max_abs_error)
       c->max_abs_error = abs_err;
     if (rel_err > c->max_rel_error)
@@ -146,7 +144,7 @@ void wk_compare_outputs(ks_arena *arena, const wk_buffers *b, int want, int got,
       double de = wk_elem_double(x->spec->dtype, x->slot[want], i);
       double dg = wk_elem_double(x->spec->dtype, x->slot[got], i);
       double abs_err = 0, rel_err = 0;
-      bool ok = !exact && element_ok(de, dg, atol, rtol, &abs_err, &rel_err);
+      bool ok = !exact && wk_element_ok(de, dg, atol, rtol, &abs_err, &rel_err);
       if (exact)
         abs_err = fabs(dg - de), rel_err = de != 0 ? abs_err / fabs(de) : 0;
       if (abs_err > c->max_abs_error)
@@ -183,7 +181,7 @@ static bool runs_agree(const wk_buffer *x, int a, int b, bool tolerant) {
     if (x->spec->role == KS_ROLE_OUT && same(u, p1, es) && same(v, p2, es))
       continue;
     if (!tolerant ||
-        !element_ok(wk_elem_double(x->spec->dtype, x->slot[a], i),
+        !wk_element_ok(wk_elem_double(x->spec->dtype, x->slot[a], i),
                     wk_elem_double(x->spec->dtype, x->slot[b], i), atol, rtol, &abs_err, &rel_err))
       return false;
   }
@@ -296,7 +294,7 @@ void wk_compare_capture(const ks_wbuffer *b, const void *want, const void *got,
       c->capture_got = dg;
     }
     /* Integers: the capture is the application's own result, exact. */
-    if (!is_float || !element_ok(de, dg, atol, rtol, &abs_err, &rel_err))
+    if (!is_float || !wk_element_ok(de, dg, atol, rtol, &abs_err, &rel_err))
       c->capture_mismatches++;
   }
 }

@@ -206,6 +206,10 @@ float wk_bf16_to_f32(unsigned short h);
 /* ---- verify.c ---- */
 /* The effective tolerance of an output (defaults by type for < 0). */
 void wk_tolerance(const ks_wbuffer *b, double *atol, double *rtol);
+/* Whether `got` is an acceptable value where `want` was expected (NaN
+ * matches only NaN); the errors are set for pairs of finite values. */
+bool wk_element_ok(double want, double got, double atol, double rtol, double *abs_err,
+                   double *rel_err);
 /* Compares the candidate's outputs (slot `got`) with the original's (slot
  * `want`); `second`, if >= 0, is the candidate's run with pattern 2, used to
  * tell unwritten elements. */
@@ -238,10 +242,15 @@ int wk_replay_seed(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base,
                    unsigned long long seed, ks_run_result *res, wk_outcome *out);
 
 /* ---- reference.c ---- */
-/* Why the fp64 reference cannot run on `work`, or NULL: a captured
- * workload's file inputs, offsets into buffers and raw-byte arguments have
- * no widened twin. */
+/* Why the fp64 reference cannot run on `work`, or NULL: raw-byte arguments
+ * not marked ref_same and pointers into the middle of a float have no
+ * widened twin. Captured (file) inputs are widened like generated ones. */
 const char *wk_ref_refusal(const ks_workload *work);
+/* `count` elements of type `t` at `src` as doubles at `dst`, exactly: f16,
+ * bf16 and f32 bit for bit (subnormals normalized, infinities, NaNs with
+ * their sign and payload, signalling ones too), whatever the FPU's
+ * denormal mode; f64 copied; integers converted. */
+void wk_widen_f64(ks_dtype t, const void *src, size_t count, void *dst);
 /* The twin's workload: f32 buffers and f32 scalars as f64 (a scalar through
  * the float the original receives); everything else as it was. */
 const ks_workload *wk_ref_workload(ks_arena *arena, const ks_workload *work);
