@@ -59,7 +59,7 @@ refuse() { # kernel reason [file]
 refuse in_place "it reads 'a', which it writes"
 refuse plane_only "it reads no buffer at its own (x, y) on another z plane: nothing to keep in registers"
 refuse z_branch "its work per z plane is not straight-line code (it has 'if (z == 1)"
-refuse plane_param "it has no z index 'blockIdx.z * blockDim.z + threadIdx.z' and no loop over z after its bounds check"
+refuse plane_param "it has no z index 'blockIdx.z * blockDim.z + threadIdx.z' and no loop (over z) after its x/y bounds check"
 "$bin" -q rewrite --no-compdb heat3d_tidy --rule stream_z=5 "$file" >/dev/null 2>&1 &&
   { echo "stream_z: a run of 5 was accepted"; fail=1; }
 # its own output no longer has the pattern
@@ -73,7 +73,7 @@ pb=${KS_EXT:-$data/../.ext}/polybench/CUDA
 if [ -f "$pb/stencils/convolution-3d/3DConvolution.cu" ]; then
   mkdir -p "$work/pb"
   cp "$pb/stencils/convolution-3d/"*.cu "$pb/stencils/convolution-3d/"*.cuh "$pb/utilities/"*.h "$work/pb/"
-  refuse convolution3D_kernel "it has no z index 'blockIdx.z * blockDim.z + threadIdx.z' and no loop over z" "$work/pb/3DConvolution.cu"
+  refuse convolution3D_kernel "it has no z index 'blockIdx.z * blockDim.z + threadIdx.z' and no loop (over z)" "$work/pb/3DConvolution.cu"
 else
   echo "stream_z: no PolyBench sources under $pb; its kernel skipped"
 fi

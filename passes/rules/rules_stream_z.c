@@ -702,6 +702,9 @@ static bool match(sz *s) {
   if (problem)
     return sz_fail(s, "it %s", problem);
   s->loop_form = !s->zvar;
+  if (s->loop_form && !s->yvar)
+    return sz_fail(s, "it is not a 3-D kernel: no z index 'blockIdx.z * blockDim.z + "
+                      "threadIdx.z', and no y index for a 2-D grid with a loop over z");
   if (s->zdecl && s->zdecl->nkids != 1)
     return sz_fail(s, "it declares '%s' with other variables", s->zvar->name);
   for (size_t i = 0; i < first; i++) {
@@ -783,9 +786,9 @@ static bool match(sz *s) {
   }
   if (i >= nregion || region[i]->kind != KS_AK_FOR)
     return sz_fail(s, "it has no z index 'blockIdx.z * blockDim.z + threadIdx.z' and no loop "
-                      "over z after its bounds check");
+                      "(over z) after its x/y bounds check");
   if (i + 1 != nregion)
-    return sz_fail(s, "it has statements after its loop over z");
+    return sz_fail(s, "it has statements after its loop (a loop over z must end the kernel)");
   const ks_anode *f = region[i];
   ks_loop_view *v = &s->view;
   if (f->from_macro)
