@@ -38,5 +38,7 @@ extern const ks_rule ks_rule_scalar_replace;
 extern const ks_rule ks_rule_hoist_invariant;
 /* rules_split_cols.c */
 extern const ks_rule ks_rule_split_cols;
+/* rules_stream_z.c */
+extern const ks_rule ks_rule_stream_z;
 
 #endif
