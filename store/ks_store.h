@@ -55,7 +55,7 @@ void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);
 
 /* The schema version this code writes (PRAGMA user_version; docs/store.md). */
-enum { KS_STORE_SCHEMA_VERSION = 3 };
+enum { KS_STORE_SCHEMA_VERSION = 4 };
 
 /* Checks the whole file: SQLite's integrity check, every foreign key, and
  * every evaluation's JSON parsing. *problem is NULL when all is well, else
@@ -89,6 +89,18 @@ int ks_store_run_get(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_ru
 /* The newest run, whatever its status; *found false when there is none. */
 int ks_store_run_latest(ks_ctx *ctx, ks_store *s, ks_arena *a, ks_run_row *out, bool *found);
 int ks_store_runs(ks_ctx *ctx, ks_store *s, ks_arena *a, ks_run_rows *out);
+/* Sets a run's device text (a run begun before its judge was open: tune). */
+int ks_store_run_set_device(ks_ctx *ctx, ks_store *s, long long run, const char *device);
+
+/* ---- phases of a run (tune) ---- */
+/* Records phase `name` of `run` with its status ("running", "done",
+ * "failed") and data (JSON, or NULL), replacing what it had. */
+int ks_store_phase_put(ks_ctx *ctx, ks_store *s, long long run, const char *name,
+                       const char *status, const char *data);
+/* The phase's status and data (in `a`); *status NULL when it was never
+ * recorded. */
+int ks_store_phase_get(ks_ctx *ctx, ks_store *s, long long run, const char *name, ks_arena *a,
+                       const char **status, const char **data);
 
 /* ---- kernels of a run ---- */
 typedef struct ks_kernel_row {

@@ -155,8 +155,21 @@ static const char schema_v2[] =
 static const char schema_v3[] = "ALTER TABLE kernels ADD COLUMN winner INTEGER;" /* a variant's id */
                                 "ALTER TABLE kernels ADD COLUMN sites TEXT;";
 
+/* Version 4: the phases of a run that has them (tune: profile, capture,
+ * optimize, patch, verify), each with its status and what it found as
+ * JSON, so that --resume skips the finished ones on the store's word
+ * alone, and the run's device set once its judge is open. */
+static const char schema_v4[] = "CREATE TABLE phases ("
+                                "  run INTEGER NOT NULL REFERENCES runs(id),"
+                                "  name TEXT NOT NULL,"
+                                "  status TEXT NOT NULL,"
+                                "  data TEXT,"
+                                "  updated TEXT NOT NULL,"
+                                "  PRIMARY KEY (run, name));";
+
 /* migrations[v] takes a store from version v to v + 1. */
-static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3};
+static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3,
+                                                                schema_v4};
 
 /* ---- helpers ------------------------------------------------------------- */
 
