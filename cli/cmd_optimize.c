@@ -492,7 +492,7 @@ static int stored_argv(ks_ctx *ctx, const char *json, ks_arena *a, int *argc, ch
 /* The hot kernels of --profile, as --kernel names.
  * The scan kernel each maps to is named by its signature, which tells
  * overloads apart; a template's instantiations were added up into one.
- * optimize_run warns about each one without a spec. */
+ * ks_pipeline_targets warns about each one without a spec. */
 static int profile_kernels(ks_ctx *ctx, config *c) {
   ks_profile p;
   if (ks_profile_load(ctx, c->profile, &p))
@@ -614,6 +614,11 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       goto fail;
     if (!found) {
       ks_fail(ctx, "nothing to resume: %s holds no run", ks_store_path(store));
+      goto fail;
+    }
+    if (last.command && !strcmp(last.command, "tune")) {
+      ks_fail(ctx, "nothing to resume: run %lld is a tune; continue it with kernelsmith-cc tune "
+                   "--resume", last.id);
       goto fail;
     }
     if (!strcmp(last.status, "done")) {

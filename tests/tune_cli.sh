@@ -171,6 +171,15 @@ check "resume of a finished tune: refused, exit 1" [ $? -eq 1 ] && grep -q "noth
 (cd "$repo" && tune "${opts[@]}" --json - -- sh "$tmp/app.sh" >"$tmp/1b.json" 2>/dev/null)
 check "--json -: the JSON alone on stdout" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d['run'] == 2 else 1)" "$tmp/1b.json"
 
+(cd "$repo" && "$bin" optimize --resume >/dev/null 2>"$tmp/1c.err")
+check "optimize --resume does not take a tune's run" \
+  grep -q "nothing to resume: run 2 is a tune; continue it with kernelsmith-cc tune --resume" "$tmp/1c.err"
+# --top 3: the library's kernel is a line of its own, saying why.
+(cd "$repo" && tune --stand-in-judge --rounds 1 --top 3 -- sh "$tmp/app.sh" >"$tmp/1d.out" 2>/dev/null)
+check "--top 3: exit 0" [ $? -eq 0 ]
+check "--top 3: the library's kernel, not in the sources" \
+  grep -Eq '^cublas_internal::gemvx +10\.0% +- +- +- +skipped: not in the sources' "$tmp/1d.out"
+
 # 2. Killed (kill -9) in each phase, then resumed: what finished is not
 #    done again. The program kills tune in the phases that run it; the
 #    fault site tune_kill in the others (at the Nth phase start or

@@ -93,9 +93,9 @@ static int replay_captures(ks_pipeline *p, ks_pipeline_kernel *kj) {
     }
     /* Said by default: it is what makes a captured input trustworthy. */
     if (ctx->verbosity >= KS_LOG_WARN)
-      pipeline_say(p, "%s: captured %s replayed %s (%zu output%s, %.1f MiB)", t->subject.kernel, wl->size_name,
-              r.bit_for_bit ? "bit for bit" : "within tolerance", r.compared,
-              r.compared == 1 ? "" : "s", (double)output_bytes(wl) / (1 << 20));
+      pipeline_say(p, "%s: captured %s replayed %s (%zu output%s, %.1f MiB)", t->subject.kernel,
+                   wl->size_name, r.bit_for_bit ? "bit for bit" : "within tolerance", r.compared,
+                   r.compared == 1 ? "" : "s", (double)output_bytes(wl) / (1 << 20));
     t->workloads[keep++] = *wl;
   }
   t->ncaptured -= t->nworkloads - keep;

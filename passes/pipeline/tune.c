@@ -21,6 +21,7 @@
  * recorded before they are used again. */
 #include <cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,7 +222,9 @@ static int tune_profile(tune *t) {
       const ks_profile_kernel *k = &p.kernels.items[i];
       hot *x = ks_array_push(t->a, &h);
       x->mangled = ks_arena_strdup(t->a, k->mangled);
-      x->name = ks_arena_strdup(t->a, k->source ? k->source->qualified_name : k->demangled);
+      /* a library's kernel by its qualified name (the mangled one is kept too) */
+      x->name = k->source ? ks_arena_strdup(t->a, k->source->qualified_name)
+                          : ks_profile_base_name(t->a, k->demangled);
       if (k->source) {
         x->signature = ks_arena_strdup(t->a, k->source->signature);
         x->qualified = ks_arena_strdup(t->a, k->source->qualified_name);
@@ -271,7 +274,8 @@ static int tune_pick(tune *t) {
   const ks_tune_options *o = t->o;
   if (!done) {
     hots h = {0};
-    unsigned top = o->top ? o->top : 5, in_sources = 0;
+    /* --min-share alone takes every kernel that has the share */
+    unsigned top = o->top ? o->top : o->min_share > 0 ? UINT_MAX : 5, in_sources = 0;
     double sum = 0;
     for (size_t i = 0; i < t->profile.len && in_sources < top; i++) {
       const hot *x = &t->profile.items[i];
@@ -479,6 +483,9 @@ static int tune_optimize(tune *t) {
     return -1;
   phase_begin(t, KS_TUNE_OPTIMIZE, done);
   if (done) {
+    ks_run_row row;
+    if (!ks_store_run_get(ctx, t->store, t->run, t->a, &row))
+      t->r->device = row.device;
     cJSON *root = cJSON_Parse(data ? data : "");
     const cJSON *k;
     cJSON_ArrayForEach(k, cJSON_GetObjectItem(root, "kernels")) {
@@ -529,8 +536,9 @@ static int tune_optimize(tune *t) {
     t->r->compiled = p.ready;
     t->stop = true;
   } else if (prepared) {
-    if (ks_store_run_set_device(ctx, t->store, t->run, p.judge_open ? ks_pipeline_device_text(&p.arena, &p.judge)
-                                                                    : "stand-in judge (no GPU)") ||
+    const char *device = p.judge_open ? ks_pipeline_device_text(&p.arena, &p.judge)
+                                      : "stand-in judge (no GPU)";
+    if (ks_store_run_set_device(ctx, t->store, t->run, device) ||
         ks_pipeline_begin(&p) || ks_pipeline_search(&p) || ks_pipeline_finish(&p)) {
       rc = -1;
       goto out;
