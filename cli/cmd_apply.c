@@ -31,6 +31,7 @@
 #include "ks_target.h"
 #include "ks_variant_file.h"
 #include "ks_verify.h"
+#include "ks_pipeline.h"
 #include "ks_winners.h"
 
 static const char usage[] =
@@ -80,144 +81,6 @@ static const char usage[] =
 const ks_command ks_cmd_apply;
 
 extern const char ks_runtime_header[];
-
-/* A file's text and its SHA-256, which the safe write checks the file
- * against (nothing is overwritten that changed since it was read). */
-static int read_hashed(ks_ctx *ctx, const char *path, size_t max, ks_buf *out,
-                       char sha[KS_HASH_HEX]) {
-  if (ks_read_file(ctx, path, max, out)) {
-    ks_buf_release(out);
-    return -1;
-  }
-  ks_sha256_hex(out->data, out->len, sha);
-  return 0;
-}
-
-/* The version a dispatch header's text declares (KSRT_VERSION_MAJOR and
- * _MINOR); -1 when it declares none. */
-static int header_version(const char *text, int *major, int *minor) {
-  const char *ma = strstr(text, "#define KSRT_VERSION_MAJOR ");
-  const char *mi = strstr(text, "#define KSRT_VERSION_MINOR ");
-  if (!ma || !mi)
-    return -1;
-  *major = atoi(ma + strlen("#define KSRT_VERSION_MAJOR "));
-  *minor = atoi(mi + strlen("#define KSRT_VERSION_MINOR "));
-  return 0;
-}
-
-/* The header at `path` is an older version than this build's; false when
- * it cannot be read or declares none (then it is left alone). */
-static bool header_older(const char *path) {
-  ks_ctx scratch;
-  ks_ctx_init(&scratch, "apply");
-  ks_buf text = KS_BUF_INIT;
-  int ma, mi, cma, cmi;
-  bool older = !ks_read_file(&scratch, path, (size_t)1 << 20, &text) &&
-               !header_version(text.data ? text.data : "", &ma, &mi) &&
-               !header_version(ks_runtime_header, &cma, &cmi) &&
-               (ma < cma || (ma == cma && mi < cmi));
-  ks_buf_release(&text);
-  ks_ctx_release(&scratch);
-  return older;
-}
-
-
-typedef KS_ARRAY(ks_winner) winners;
-
-/* The path of `target` relative to the directory `from`, both absolute
- * and free of symbolic links. */
-static const char *relative(ks_arena *a, const char *from, const char *target) {
-  size_t i = 0, common = 0;
-  while (from[i] && target[i] && from[i] == target[i]) {
-    if (from[i] == '/')
-      common = i;
-    i++;
-  }
-  if (!from[i] && target[i] == '/')
-    common = i;
-  ks_buf b = KS_BUF_INIT;
-  for (const char *p = from + common; *p; p++)
-    if (*p == '/' && p[1])
-      ks_buf_adds(&b, "../");
-  ks_buf_adds(&b, target + common + (target[common] == '/'));
-  const char *r = ks_arena_strdup(a, b.data);
-  ks_buf_release(&b);
-  return r;
-}
-
-static bool is_below(const char *root, const char *path) {
-  size_t n = strlen(root);
-  while (n && root[n - 1] == '/')
-    n--;
-  return !strncmp(path, root, n) && path[n] == '/' && path[n + 1];
-}
-
-/* `path` absolute, its "." and ".." folded as written (arena): the name a
- * walk gave, not where its links lead. */
-static const char *lexical_abs(ks_arena *a, const char *path) {
-  ks_buf in = KS_BUF_INIT, out = KS_BUF_INIT;
-  if (path[0] != '/') {
-    char *cwd = getcwd(NULL, 0);
-    ks_buf_addf(&in, "%s/", cwd ? cwd : "");
-    free(cwd);
-  }
-  ks_buf_adds(&in, path);
-  for (const char *p = in.data; *p;) {
-    while (*p == '/')
-      p++;
-    const char *end = strchr(p, '/');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    if (n == 2 && !strncmp(p, "..", 2)) {
-      while (out.len && out.data[--out.len] != '/')
-        continue;
-      if (out.data)
-        out.data[out.len] = '\0';
-    } else if (n && !(n == 1 && *p == '.')) {
-      ks_buf_addc(&out, '/');
-      ks_buf_add(&out, p, n);
-    }
-    p += n;
-  }
-  const char *r = ks_arena_strdup(a, out.len ? out.data : "/");
-  ks_buf_release(&in);
-  ks_buf_release(&out);
-  return r;
-}
-
-typedef struct link_search {
-  ks_arena *a;
-  const char *root, *want, *found;
-} link_search;
-
-static int find_link(const char *path, void *data) {
-  link_search *s = data;
-  char *real = ks_realpath(path);
-  if (real && !strcmp(real, s->want)) {
-    const char *named = lexical_abs(s->a, path);
-    if (is_below(s->root, named))
-      s->found = named;
-  }
-  free(real);
-  return s->found != NULL;
-}
-
-/* The name a scanned file (its links resolved) has inside the project:
- * itself when it lies below the root, else the path, found by walking the
- * scanned paths again, of a link below the root that leads to it; NULL when
- * there is none. */
-static const char *project_path(ks_arena *a, const char *root, const ks_scan_options *so,
-                                const char *file) {
-  if (is_below(root, file))
-    return file;
-  link_search s = {a, root, file, NULL};
-  ks_ctx quiet;
-  ks_ctx_init(&quiet, "apply");
-  quiet.verbosity = KS_LOG_ERROR;
-  for (size_t i = 0; i < so->npaths && !s.found; i++)
-    ks_walk(&quiet, so->paths[i], find_link, &s);
-  ks_ctx_release(&quiet);
-  return s.found;
-}
 
 /* apply --write (and --export-fixes' header): the changes written and
  * recorded (applied.h), each said on `says_to` once made. A failure says
@@ -296,62 +159,10 @@ static void fixes_add(ks_buf *y, const char *file, const ks_emit_edits *edits) {
   ks_buf_adds(y, "    Level:           Warning\n");
 }
 
-/* The winners of the newest run (passes/ks_winners.h), resolved against
- * the scan; each one that cannot be applied is said, in one line. */
-static bool named(const ks_strings *names, const char *name) {
-  for (size_t i = 0; names && i < names->len; i++)
-    if (!strcmp(names->items[i], name))
-      return true;
-  return false;
-}
-
-/* `*refused` is set when a kernel asked for by name is not applied (or
- * has no winner): apply then exits 1. */
-static int store_winners(ks_ctx *ctx, ks_arena *a, const char *dir, const ks_scan *scan,
-                         const char *const *names, size_t nnames, double min_speedup,
-                         const ks_strings *not_faster, winners *wins, int *arch,
-                         bool *refused) {
-  ks_winners ws;
-  ks_winners_query q = {.store_dir = dir, .scan = scan, .kernels = names, .nkernels = nnames,
-                        .min_speedup = min_speedup};
-  if (ks_winners_load(ctx, &q, a, &ws))
-    return -1;
-  *arch = ws.arch;
-  for (size_t i = 0; i < ws.items.len; i++) {
-    const ks_winner *w = &ws.items.items[i];
-    if (w->skip)
-      ks_warn(ctx, "%s: not applied: %s", w->name, w->skip);
-    else if (named(not_faster, w->name))
-      ks_warn(ctx, "%s: not applied: verify found it not faster inside the program", w->name);
-    else
-      *ks_array_push(a, wins) = *w;
-  }
-  for (size_t i = 0; i < nnames; i++) {
-    bool found = false, applied = false;
-    for (size_t j = 0; j < ws.items.len; j++)
-      found = found || !strcmp(ws.items.items[j].name, names[i]);
-    for (size_t j = 0; j < wins->len; j++)
-      applied = applied || !strcmp(wins->items[j].name, names[i]);
-    if (!found)
-      ks_warn(ctx, "%s: not applied: run %lld has no verified winner of that name%s", names[i],
-              ws.run.id, min_speedup > 1 ? " that fast" : "");
-    *refused = *refused || !applied;
-  }
-  if (!wins->len)
-    ks_warn(ctx, "nothing to apply: %s", ws.items.len
-                                             ? "no winner of the run can be applied (see above)"
-                                             : ks_arena_printf(a, "run %lld has no verified "
-                                                                  "winner%s",
-                                                               ws.run.id,
-                                                               min_speedup > 1 ? " that fast"
-                                                                               : ""));
-  return 0;
-}
-
 /* --variant: the user's variant of one kernel, judged now on this GPU as
  * `check` judges it; applied only when the judge calls it FAST. */
 static int judge_variant(ks_ctx *ctx, ks_arena *a, ks_source_args *src, const ks_scan *scan,
-                         const char *name, const char *file, double min_speedup, winners *wins,
+                         const char *name, const char *file, double min_speedup, ks_winner_list *wins,
                          int *arch) {
   ks_target target;
   ks_judge judge;
@@ -492,12 +303,13 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
   if (ks_scan_run(ctx, &src.scan, &scan))
     goto fail;
   scanned = true;
-  winners wins = {0};
+  ks_winner_list wins = {0};
   int arch = 0;
+  ks_pipeline_winners_query wq = {.store_dir = dir, .kernels = names, .nkernels = nnames,
+                                  .min_speedup = min_speedup, .not_faster = &not_faster};
   if (variant_file ? judge_variant(ctx, &a, &src, &scan, names[0], variant_file, min_speedup,
                                    &wins, &arch)
-                   : store_winners(ctx, &a, dir, &scan, names, nnames, min_speedup, &not_faster,
-                                   &wins, &arch, &incomplete))
+                   : ks_pipeline_winners(ctx, &wq, &scan, &a, &wins, &arch, &incomplete))
     goto fail;
   if (!wins.len)
     goto out;
@@ -507,135 +319,56 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
     goto fail;
   const char *root = ks_arena_strdup(&a, root_m);
   free(root_m);
-  /* The runtime header at the project root (the store's parent). */
-  const char *header = ks_arena_printf(&a, "%s/kernelsmith_dispatch.h", root);
   ks_buf patch = KS_BUF_INIT;
-  ks_strings notes = {0};
-  int archs[] = {arch};
-  bool need_header = false;
-  KS_ARRAY(ks_applied_change) changes = {0};
-  ks_strings said = {0}; /* what apply --write prints for each change it made */
-  /* File by file, in the scan's order. */
-  for (size_t i = 0; i < wins.len; i++) {
-    const char *file = wins.items[i].k->loc.file;
-    bool first = true;
-    for (size_t j = 0; j < i; j++)
-      first = first && strcmp(wins.items[j].k->loc.file, file);
-    if (!first)
-      continue;
-    /* The scan resolves links: the name the file has inside the project. */
-    const char *path = project_path(&a, root, &src.scan, file);
-    if (!path) {
-      ks_warn(ctx, "%s: outside the project %s (the directory holding the store); not applied",
-              file, root);
-      incomplete = true;
-      continue;
-    }
-    const char *rel = relative(&a, root, path);
-    KS_ARRAY(ks_emit_kernel) eks = {0};
-    for (size_t j = i; j < wins.len; j++) {
-      const ks_winner *w = &wins.items[j];
-      if (strcmp(w->k->loc.file, file))
-        continue;
-      const char *comment = ks_arena_printf(
-          &a, "// kernelsmith-cc: %s.\n"
-              "// Launches use it only where its guards hold; KERNELSMITH_DISABLE=%s turns it off.",
-          w->note, w->k->name);
-      ks_winner_emit(&a, w, archs, 1, comment, ks_array_push(&a, &eks));
-    }
-    ks_buf text = KS_BUF_INIT;
-    char sha[KS_HASH_HEX];
-    if (read_hashed(ctx, file, (size_t)64 << 20, &text, sha))
+  ks_emit_request er = {.scan = &scan, .so = &src.scan, .wins = wins.items, .nwins = wins.len,
+                        .arch = arch, .root = root, .runtime_header = ks_runtime_header,
+                        .confine = write, .want_edits = fixes != NULL};
+  ks_emit_plan plan;
+  if (ks_pipeline_emit(ctx, &er, &a, &plan, &incomplete))
+    goto fail_patch;
+  for (size_t i = 0; fixes && i < plan.files.len; i++)
+    fixes_add(fixes, plan.files.items[i].file, &plan.files.items[i].edits);
+  if (!write) {
+    /* With --export-fixes the header is written, not in the diff. */
+    ks_emit_plan diffed = plan;
+    diffed.have_header = plan.have_header && !fixes;
+    if (ks_pipeline_patch(ctx, &diffed, &patch))
       goto fail_patch;
-    char *fdir = ks_path_dirname(path);
-    const char *include = relative(&a, fdir, header);
-    free(fdir);
-    const char *updated = NULL;
-    ks_emit_edits edits = {0};
-    if (ks_emit_file(ctx, &a, file, text.data, eks.items, eks.len, scan.launches.items,
-                     scan.launches.len, include, &updated, &notes, fixes ? &edits : NULL)) {
-      ks_buf_release(&text);
-      goto fail_patch;
-    }
-    if (updated && fixes)
-      fixes_add(fixes, file, &edits);
-    if (updated && write && ks_safe_write_check_within(ctx, root, path, NULL)) {
-      /* a link out of the project is not written through */
-      ks_warn(ctx, "%s; not written", ctx->error);
-      incomplete = true;
-      updated = NULL;
-    }
-    if (updated) {
-      need_header = need_header || strstr(updated, "kernelsmith_dispatch.h");
-      if (write) {
-        unsigned nsites = 0;
-        for (const char *q = strstr(updated, "if (!ks_site.take("); q;
-             q = strstr(q + 1, "if (!ks_site.take("))
-          nsites++;
-        *ks_array_push(&a, &changes) = (ks_applied_change){
-            .path = path, .rel = rel, .original = ks_arena_strndup(&a, text.data, text.len),
-            .original_len = text.len, .text = updated, .len = strlen(updated)};
-        *ks_array_push(&a, &said) =
-            ks_arena_printf(&a, "patched %s: %zu variant%s, %u launch site%s dispatched", rel,
-                            eks.len, eks.len == 1 ? "" : "s", nsites, nsites == 1 ? "" : "s");
-      } else if (ks_patch_diff(ctx, rel, text.data, text.len, updated, strlen(updated), 3,
-                               &patch)) {
-        ks_buf_release(&text);
-        goto fail_patch;
-      }
-    }
-    ks_buf_release(&text);
   }
   /* The header: written before the files that include it (a kill between
    * them leaves no file that does not compile). Replacements cannot create
    * a file: with --export-fixes it is written too (a new file, nothing of
    * the user's is touched). */
-  ks_applied_change hc = {0};
   const char *hsaid = NULL;
-  struct stat st;
-  if (need_header && stat(header, &st) != 0) {
-    if (write || fixes) {
-      hc = (ks_applied_change){.path = header, .rel = "kernelsmith_dispatch.h",
-                               .text = ks_runtime_header, .len = strlen(ks_runtime_header)};
-      hsaid = "added kernelsmith_dispatch.h";
-    } else if (ks_patch_diff(ctx, "kernelsmith_dispatch.h", NULL, 0, ks_runtime_header,
-                             strlen(ks_runtime_header), 3, &patch)) {
+  if (plan.have_header && (write || fixes)) {
+    hsaid = plan.header.original ? "updated kernelsmith_dispatch.h to this version's"
+                                 : "added kernelsmith_dispatch.h";
+    if (ks_safe_write_check_within(ctx, root, plan.header.path, NULL)) {
+      ks_fail_prefix(ctx, "the dispatch header cannot be written (so nothing is)");
       goto fail_patch;
     }
-  } else if (need_header && header_older(header)) {
-    /* An earlier apply's header lacks what this patch uses (newer output
-     * kinds, includes): it is ours, so it is brought up to date. */
-    ks_buf old = KS_BUF_INIT;
-    char sha[KS_HASH_HEX];
-    if (read_hashed(ctx, header, (size_t)1 << 20, &old, sha))
-      goto fail_patch;
-    int hrc = 0;
-    if (write || fixes) {
-      hc = (ks_applied_change){.path = header, .rel = "kernelsmith_dispatch.h",
-                               .original = ks_arena_strndup(&a, old.data, old.len),
-                               .original_len = old.len, .text = ks_runtime_header,
-                               .len = strlen(ks_runtime_header)};
-      hsaid = "updated kernelsmith_dispatch.h to this version's";
-    } else {
-      hrc = ks_patch_diff(ctx, "kernelsmith_dispatch.h", old.data, old.len, ks_runtime_header,
-                          strlen(ks_runtime_header), 3, &patch);
-    }
-    ks_buf_release(&old);
-    if (hrc)
-      goto fail_patch;
   }
-  if (hsaid && ks_safe_write_check_within(ctx, root, header, NULL)) {
-    ks_fail_prefix(ctx, "the dispatch header cannot be written (so nothing is)");
-    goto fail_patch;
-  }
-  if (hsaid || changes.len) {
-    size_t n = changes.len + (hsaid != NULL);
+  size_t nchanges = write ? plan.files.len : 0;
+  if (hsaid || nchanges) {
+    size_t n = nchanges + (hsaid != NULL);
     ks_applied_change *all = ks_arena_alloc(&a, n * sizeof *all);
+    const char **said = ks_arena_alloc(&a, (n + 1) * sizeof *said);
+    size_t at = 0;
     if (hsaid)
-      all[0] = hc;
-    if (changes.len)
-      memcpy(all + (hsaid != NULL), changes.items, changes.len * sizeof *all);
-    if (write_changes(ctx, &a, dir, all, n, hsaid, said.items, write ? stdout : stderr))
+      all[at++] = (ks_applied_change){.path = plan.header.path, .rel = plan.header.rel,
+                                      .original = plan.header.original,
+                                      .original_len = plan.header.original_len,
+                                      .text = plan.header.text, .len = strlen(plan.header.text)};
+    for (size_t i = 0; i < nchanges; i++) {
+      const ks_file_change *f = &plan.files.items[i];
+      said[i] = ks_arena_printf(&a, "patched %s: %zu variant%s, %u launch site%s dispatched",
+                                f->rel, f->nvariants, f->nvariants == 1 ? "" : "s", f->nsites,
+                                f->nsites == 1 ? "" : "s");
+      all[at++] = (ks_applied_change){.path = f->path, .rel = f->rel, .original = f->original,
+                                      .original_len = f->original_len, .text = f->text,
+                                      .len = strlen(f->text)};
+    }
+    if (write_changes(ctx, &a, dir, all, n, hsaid, said, write ? stdout : stderr))
       goto fail_patch_quiet;
   }
   if (fixes) {
@@ -653,12 +386,12 @@ static int run_apply(ks_ctx *ctx, int argc, char **argv) {
       goto fail_patch;
     }
   }
-  for (size_t i = 0; i < notes.len; i++)
-    ks_warn(ctx, "%s", notes.items[i]);
+  for (size_t i = 0; i < plan.notes.len; i++)
+    ks_warn(ctx, "%s", plan.notes.items[i]);
   if (!write)
     fputs(patch.data ? patch.data : "", stdout);
-  if (!patch.len && !changes.len && !hsaid)
-    ks_warn(ctx, "nothing to apply: %s", notes.len || incomplete
+  if (!patch.len && !nchanges && !hsaid)
+    ks_warn(ctx, "nothing to apply: %s", plan.notes.len || incomplete
                                              ? "no file changes (see above)"
                                              : "no file changes");
   ks_buf_release(&patch);

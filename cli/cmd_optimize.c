@@ -19,7 +19,7 @@
 #include "ks_cli.h"
 #include "ks_optimize_report.h"
 #include "ks_profile.h"
-#include "optimize_run.h"
+#include "ks_pipeline.h"
 #include "ks_rules.h"
 #include "ks_search.h"
 #include "ks_source_args.h"
@@ -492,7 +492,7 @@ static int stored_argv(ks_ctx *ctx, const char *json, ks_arena *a, int *argc, ch
 /* The hot kernels of --profile, as --kernel names.
  * The scan kernel each maps to is named by its signature, which tells
  * overloads apart; a template's instantiations were added up into one.
- * optimize_run warns about each one without a spec. */
+ * ks_pipeline_targets warns about each one without a spec. */
 static int profile_kernels(ks_ctx *ctx, config *c) {
   ks_profile p;
   if (ks_profile_load(ctx, c->profile, &p))
@@ -532,6 +532,45 @@ static int profile_kernels(ks_ctx *ctx, config *c) {
       ks_info(ctx, "captured inputs from %s", beside);
     }
   }
+  return rc;
+}
+
+/* The pipeline (ks_pipeline.h) with optimize's progress, and its table or
+ * JSON; returns the exit status. */
+static int optimize_run(ks_pipeline_job *job, bool json) {
+  ks_ctx *ctx = job->ctx;
+  ks_progress_line progress;
+  ks_progress_init(&progress, stderr, ctx->color);
+  job->hooks = ks_progress_hooks(&progress, ctx, json);
+  ks_pipeline p;
+  ks_pipeline_init(&p, job);
+  int rc = KS_EXIT_OK;
+  if (ks_pipeline_optimize(&p))
+    goto fail;
+  if (p.no_gpu) {
+    fprintf(stderr,
+            "%s: %zu kernel%s scanned, sliced and compiled for sm_90%s; the search needs an "
+            "NVIDIA GPU (%s)\n",
+            ctx->prog, p.ready, p.ready == 1 ? "" : "s",
+            p.failed ? ks_arena_printf(&p.arena, " (%zu failed)", p.failed) : "", p.no_gpu);
+    rc = p.kernel_failed ? KS_EXIT_FAILURE : KS_EXIT_OK;
+    goto out;
+  }
+  if (json) {
+    if (ks_outcomes_json(ctx, stdout, &p.outcomes, p.run, ks_strategy_name(job->search.strategy),
+                         ks_proposer_kind_name(job->proposer), job->search.seed, p.device,
+                         !job->standin))
+      goto fail;
+  } else {
+    ks_outcomes_print(stdout, &p.outcomes, !job->standin, ks_color_wanted(stdout) && ctx->color);
+  }
+  rc = p.kernel_failed ? KS_EXIT_FAILURE : KS_EXIT_OK;
+  goto out;
+fail:
+  ks_error(ctx, "%s", ctx->error);
+  rc = KS_EXIT_FAILURE;
+out:
+  ks_pipeline_release(&p);
   return rc;
 }
 
@@ -577,6 +616,11 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       ks_fail(ctx, "nothing to resume: %s holds no run", ks_store_path(store));
       goto fail;
     }
+    if (last.command && !strcmp(last.command, "tune")) {
+      ks_fail(ctx, "nothing to resume: run %lld is a tune; continue it with kernelsmith-cc tune "
+                   "--resume", last.id);
+      goto fail;
+    }
     if (!strcmp(last.status, "done")) {
       ks_fail(ctx, "nothing to resume: run %lld finished (%s); start a new one without --resume",
               last.id, last.finished ? last.finished : "");
@@ -612,15 +656,15 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  optimize_job job = {.ctx = ctx, .scan = &c.src.scan, .kernels = &c.kernels,
-                      .search = c.search, .tuning = c.tuning, .json = c.json,
+  ks_pipeline_job job = {.ctx = ctx, .scan = &c.src.scan, .kernels = &c.kernels,
+                      .search = c.search, .tuning = c.tuning,
                       .proposer = c.proposer, .llm = &c.llm,
                       .llm_cache = (ks_llm_cache_mode)c.llm_cache, .llm_plans = c.llm_plans,
                       .standin = c.standin, .store_dir = store_dir, .store = store,
                       .judge = c.judge, .max_seconds = c.max_seconds, .captures = &c.captures,
                       .resume_run = resume_run, .interrupted = &interrupted,
                       .argv_json = resume_run ? NULL : argv_json(argc, argv)};
-  rc = optimize_run(&job);
+  rc = optimize_run(&job, c.json);
   free((void *)job.argv_json);
   config_release(&c);
   return rc;

@@ -36,6 +36,7 @@ extern const ks_command ks_cmd_export;
 extern const ks_command ks_cmd_profile;
 extern const ks_command ks_cmd_replay;
 extern const ks_command ks_cmd_verify;
+extern const ks_command ks_cmd_tune;
 
 /* Prints "<prog> <cmd>: <message>" and a hint to use --help; returns
  * KS_EXIT_USAGE. */

@@ -36,7 +36,7 @@
 #include "ks_slice.h"
 #include "ks_specs.h"
 #include "ks_store.h"
-#include "ks_winners.h"
+#include "ks_pipeline.h"
 
 extern const char ks_runtime_header[];
 
@@ -182,87 +182,28 @@ static bool read_plan(char **argv, int argc, plan *p) {
   return p->compile && p->src >= 0;
 }
 
+/* What the pipeline asks of the command line: does it build for sm_<arch>? */
+typedef struct arch_query {
+  char **argv;
+  int argc;
+} arch_query;
+
+static bool builds_for(void *arg, int arch) {
+  arch_query *q = arg;
+  return targets_arch(q->argv, q->argc, arch);
+}
+
 /* The rewritten copy's text, or NULL with *why when there is nothing to do
- * (no error) or something is wrong (ctx->error set, returns -1). The
- * winners come from ks_winners_load, as apply's do. */
+ * (no error) or something is wrong (ctx->error set, returns -1): the
+ * pipeline's stage, on the file as this command line compiles it. */
 static int rewrite(ks_ctx *ctx, ks_arena *a, const char *store_dir, const char *src, char **argv,
                    int argc, const char **out, const char **why) {
-  *out = NULL;
-  ks_scan scan = {0};
-  bool scanned = false;
-  int rc = -1;
-  /* The store first, without the file: only a file with winners costs a
-   * scan. */
-  ks_winners all;
-  ks_winners_query q = {.store_dir = store_dir, .file = src, .any_device = true};
-  if (ks_winners_load(ctx, &q, a, &all))
-    return -1;
-  if (!all.arch) {
-    *why = "no run judged on a GPU";
-    return 0;
-  }
-  q.any_device = false;
-  if (!all.items.len) {
-    *why = "no verified variant of a kernel of this file";
-    return 0;
-  }
-  if (!targets_arch(argv, argc, all.arch)) {
-    *why = ks_arena_printf(a, "not built for sm_%d, where its variants were verified", all.arch);
-    return 0;
-  }
-  /* The file as this command line compiles it. */
   char *dir = ks_path_dirname(src);
   ks_strings flags = {0};
   ks_flags_translate(a, (const char *const *)argv, (size_t)argc, dir, &flags);
   free(dir);
-  const char *paths[] = {src};
-  ks_scan_options so = {.paths = paths, .npaths = 1, .extra_args = (const char *const *)flags.items,
-                        .nextra = flags.len, .no_compdb = true, .jobs = 1};
-  if (ks_scan_run(ctx, &so, &scan))
-    goto out;
-  scanned = true;
-  ks_winners ws;
-  q.scan = &scan;
-  if (ks_winners_load(ctx, &q, a, &ws))
-    goto out;
-  KS_ARRAY(ks_emit_kernel) eks = {0};
-  int *archs = ks_arena_alloc(a, sizeof *archs);
-  archs[0] = ws.arch;
-  ks_buf skipped = KS_BUF_INIT;
-  for (size_t i = 0; i < ws.items.len; i++) {
-    const ks_winner *w = &ws.items.items[i];
-    if (w->skip) {
-      ks_buf_addf(&skipped, "%s%s: %s", skipped.len ? "; " : "", w->name, w->skip);
-      continue;
-    }
-    ks_winner_emit(a, w, archs, 1, NULL, ks_array_push(a, &eks));
-  }
-  if (!eks.len) {
-    *why = ks_arena_strdup(a, skipped.data ? skipped.data : "no winner can be applied");
-    ks_buf_release(&skipped);
-    rc = 0;
-    goto out;
-  }
-  if (skipped.len)
-    ks_warn(ctx, "%s: left as written: %s", src, skipped.data);
-  ks_buf_release(&skipped);
-  ks_buf text = KS_BUF_INIT;
-  if (ks_read_file(ctx, src, (size_t)64 << 20, &text)) {
-    ks_buf_release(&text);
-    goto out;
-  }
-  ks_strings notes = {0};
-  rc = ks_emit_file_lines(ctx, a, src, text.data, eks.items, eks.len, scan.launches.items,
-                          scan.launches.len, "kernelsmith_dispatch.h", src, out, &notes);
-  ks_buf_release(&text);
-  for (size_t i = 0; i < notes.len; i++)
-    ks_warn(ctx, "%s", notes.items[i]);
-  if (!rc && !*out)
-    *why = notes.len ? ks_arena_strdup(a, notes.items[0]) : "nothing to change";
-out:
-  if (scanned)
-    ks_scan_release(&scan);
-  return rc;
+  arch_query q = {argv, argc};
+  return ks_pipeline_rewrite_file(ctx, a, store_dir, src, &flags, builds_for, &q, out, why);
 }
 
 /* Writes `text` to `path` unless it already holds exactly that. */

@@ -12,6 +12,7 @@
 #include "ks_version.h"
 
 static const ks_command *const commands[] = {
+    &ks_cmd_tune,
     &ks_cmd_profile,
     &ks_cmd_replay,
     &ks_cmd_optimize,

@@ -73,6 +73,34 @@ void ks_progress_end(ks_progress_line *p) {
   p->dirty = false;
 }
 
+static void hook_begin(void *arg, const ks_llm_tally *llm) {
+  ((ks_progress_line *)arg)->llm = llm;
+}
+
+static void hook_end(void *arg) {
+  ks_progress_end(arg);
+}
+
+static void hook_done(void *arg, const ks_outcome *o) {
+  ks_progress_line *p = arg;
+  if (!p->live && !p->quiet_done)
+    fprintf(stderr, "%s: %s, %.2fx\n", o->kernel, o->status, o->speedup);
+}
+
+static void hook_say(void *arg, const char *line) {
+  ks_progress_line *p = arg;
+  ks_progress_end(p);
+  fprintf(stderr, "%s: %s\n", p->ctx->prog, line);
+}
+
+ks_pipeline_hooks ks_progress_hooks(ks_progress_line *p, ks_ctx *ctx, bool quiet_done) {
+  p->ctx = ctx;
+  p->quiet_done = quiet_done;
+  return (ks_pipeline_hooks){.arg = p, .search_begin = hook_begin,
+                             .search_progress = ks_progress_update, .search_end = hook_end,
+                             .kernel_done = hook_done, .say = hook_say};
+}
+
 static const char *short_name(const char *s, size_t max, char *buf, size_t n) {
   size_t len = strlen(s);
   if (len <= max)

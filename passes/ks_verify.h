@@ -192,6 +192,7 @@ typedef struct ks_verify_options {
   const char *inject_lib;    /* ks_inject_lib_find's */
   const char *work_parent;   /* where the private directory of lines and
                                 statistics files is made */
+  bool any_device;           /* a stand-in's run too (tune --stand-in-judge) */
 } ks_verify_options;
 
 /* Loads the winners, runs the program 2 * repeat times (off, on, off, ...;

@@ -543,7 +543,7 @@ static int run_once(ks_ctx *ctx, const ks_verify_options *o, const char *dir, un
 }
 
 int ks_verify_run(ks_ctx *ctx, const ks_verify_options *o, ks_arena *a, ks_verify_report *out) {
-  ks_winners_query q = {.store_dir = o->store_dir, .run = o->run};
+  ks_winners_query q = {.store_dir = o->store_dir, .run = o->run, .any_device = o->any_device};
   ks_winners w;
   if (ks_winners_load(ctx, &q, a, &w))
     return -1;

@@ -89,6 +89,18 @@ int ks_store_run_get(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a, ks_ru
 /* The newest run, whatever its status; *found false when there is none. */
 int ks_store_run_latest(ks_ctx *ctx, ks_store *s, ks_arena *a, ks_run_row *out, bool *found);
 int ks_store_runs(ks_ctx *ctx, ks_store *s, ks_arena *a, ks_run_rows *out);
+/* Sets a run's device text (a run begun before its judge was open: tune). */
+int ks_store_run_set_device(ks_ctx *ctx, ks_store *s, long long run, const char *device);
+
+/* ---- phases of a run (tune) ---- */
+/* Records phase `name` of `run` with its status ("running", "done",
+ * "failed") and data (JSON, or NULL), replacing what it had. */
+int ks_store_phase_put(ks_ctx *ctx, ks_store *s, long long run, const char *name,
+                       const char *status, const char *data);
+/* The phase's status and data (in `a`); *status NULL when it was never
+ * recorded. */
+int ks_store_phase_get(ks_ctx *ctx, ks_store *s, long long run, const char *name, ks_arena *a,
+                       const char **status, const char **data);
 
 /* ---- kernels of a run ---- */
 typedef struct ks_kernel_row {

@@ -157,8 +157,18 @@ static const char schema_v3[] = "ALTER TABLE kernels ADD COLUMN winner INTEGER;"
 
 /* Version 4: what the judge learned about a kernel besides its variants'
  * speed (passes/insight: a race in the original, what bounds it), as the
- * JSON ks_insight_json makes. */
-static const char schema_v4[] = "ALTER TABLE kernels ADD COLUMN insight TEXT;";
+ * JSON ks_insight_json makes; and the phases of a run that has them (tune:
+ * profile, capture, optimize, patch, verify), each with its status and what
+ * it found as JSON, so that --resume skips the finished ones on the store's
+ * word alone. */
+static const char schema_v4[] = "ALTER TABLE kernels ADD COLUMN insight TEXT;"
+                                "CREATE TABLE phases ("
+                                "  run INTEGER NOT NULL REFERENCES runs(id),"
+                                "  name TEXT NOT NULL,"
+                                "  status TEXT NOT NULL,"
+                                "  data TEXT,"
+                                "  updated TEXT NOT NULL,"
+                                "  PRIMARY KEY (run, name));";
 
 /* migrations[v] takes a store from version v to v + 1. */
 static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3,

@@ -89,6 +89,62 @@ int ks_store_run_reopen(ks_ctx *ctx, ks_store *s, long long run) {
   return set_run_status(ctx, s, run, "running", false);
 }
 
+int ks_store_run_set_device(ks_ctx *ctx, ks_store *s, long long run, const char *device) {
+  sqlite3_stmt *st = NULL;
+  int rc = store_begin(ctx, s);
+  if (rc)
+    return rc;
+  rc = store_prepare(ctx, s, "UPDATE runs SET device = ? WHERE id = ?", &st);
+  if (!rc) {
+    store_bind_text(st, 1, device);
+    sqlite3_bind_int64(st, 2, run);
+    rc = update_one(ctx, s, st, "cannot update a run", run);
+  }
+  sqlite3_finalize(st);
+  return store_end(ctx, s, rc);
+}
+
+int ks_store_phase_put(ks_ctx *ctx, ks_store *s, long long run, const char *name,
+                       const char *status, const char *data) {
+  sqlite3_stmt *st = NULL;
+  int rc = store_begin(ctx, s);
+  if (rc)
+    return rc;
+  rc = store_prepare(ctx, s,
+                     "INSERT OR REPLACE INTO phases (run, name, status, data, updated) "
+                     "VALUES (?, ?, ?, ?, " STORE_NOW ")",
+                     &st);
+  if (!rc) {
+    sqlite3_bind_int64(st, 1, run);
+    store_bind_text(st, 2, name);
+    store_bind_text(st, 3, status);
+    store_bind_text(st, 4, data);
+    rc = store_step_done(ctx, s, st, "cannot record a phase");
+  }
+  sqlite3_finalize(st);
+  return store_end(ctx, s, rc);
+}
+
+int ks_store_phase_get(ks_ctx *ctx, ks_store *s, long long run, const char *name, ks_arena *a,
+                       const char **status, const char **data) {
+  *status = *data = NULL;
+  if (s->version < 4)
+    return 0; /* a read-only store from before phases */
+  sqlite3_stmt *st;
+  if (store_prepare(ctx, s, "SELECT status, data FROM phases WHERE run = ? AND name = ?", &st))
+    return -1;
+  sqlite3_bind_int64(st, 1, run);
+  store_bind_text(st, 2, name);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    *status = store_col_text(a, st, 0);
+    *data = store_col_text(a, st, 1);
+  }
+  int rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : store_fail(ctx, s, "cannot read a phase");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 /* Runs a query whose rows are runs, calling read_run into `out` (or into
  * one row with *found). */
 static int query_runs(ks_ctx *ctx, ks_store *s, const char *sql, long long id, ks_arena *a,

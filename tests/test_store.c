@@ -285,6 +285,34 @@ static void runs_begin_finish_reopen(void **state) {
 
 /* ---- kernels ------------------------------------------------------------- */
 
+/* A run's phases (tune): absent until put, replaced by a later put, the
+ * device set after the run began. */
+static void phases_put_get_replace(void **state) {
+  (void)state;
+  ks_arena a = KS_ARENA_INIT;
+  ks_store *s = open_store();
+  long long run = new_run(s);
+  const char *status = "x", *data = "x";
+  assert_int_equal(ks_store_phase_get(&ctx, s, run, "profile", &a, &status, &data), 0);
+  assert_null(status);
+  assert_null(data);
+  assert_int_equal(ks_store_phase_put(&ctx, s, run, "profile", "running", NULL), 0);
+  assert_int_equal(ks_store_phase_put(&ctx, s, run, "profile", "done", "{\"k\": 1}"), 0);
+  assert_int_equal(ks_store_phase_get(&ctx, s, run, "profile", &a, &status, &data), 0);
+  assert_string_equal(status, "done");
+  assert_string_equal(data, "{\"k\": 1}");
+  assert_int_equal(ks_store_phase_get(&ctx, s, run, "capture", &a, &status, &data), 0);
+  assert_null(status);
+  assert_int_equal(ks_store_phase_put(&ctx, s, run + 1, "profile", "done", NULL), -1);
+  assert_int_equal(ks_store_run_set_device(&ctx, s, run, "GPU X, sm_90, driver 1"), 0);
+  ks_run_row r;
+  assert_int_equal(ks_store_run_get(&ctx, s, run, &a, &r), 0);
+  assert_string_equal(r.device, "GPU X, sm_90, driver 1");
+  assert_int_equal(ks_store_run_set_device(&ctx, s, run + 1, "none"), -1);
+  ks_store_close(s);
+  ks_arena_release(&a);
+}
+
 static void kernels_put_twice_returns_the_same_id(void **state) {
   ks_store *s = open_store();
   ks_arena a = KS_ARENA_INIT;
@@ -731,6 +759,7 @@ static void version_1_store_is_upgraded(void **state) {
                                 "ALTER TABLE kernels DROP COLUMN winner;"
                                 "ALTER TABLE kernels DROP COLUMN sites;"
                                 "ALTER TABLE kernels DROP COLUMN insight;"
+                                "DROP TABLE phases;"
                                 "PRAGMA user_version = 1;",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
@@ -810,7 +839,7 @@ static void readonly_reads_a_version_2_store(void **state) {
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   assert_int_equal(sqlite3_exec(db, "ALTER TABLE kernels DROP COLUMN winner; ALTER TABLE kernels DROP COLUMN sites; "
                                 "ALTER TABLE kernels DROP COLUMN insight; "
-                                "PRAGMA user_version = 2;",
+                                "DROP TABLE phases; PRAGMA user_version = 2;",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
   sqlite3_close(db);
@@ -1324,6 +1353,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(open_fails_where_a_file_blocks_the_directory, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(runs_begin_finish_reopen, setup, teardown),
+      cmocka_unit_test_setup_teardown(phases_put_get_replace, setup, teardown),
       cmocka_unit_test_setup_teardown(kernels_put_twice_returns_the_same_id, setup, teardown),
       cmocka_unit_test_setup_teardown(variants_dedupe_by_hash_and_join_evaluations, setup,
                                       teardown),
