@@ -25,7 +25,8 @@ enum { MAX_FILE_BYTES = 64u << 20, MAX_MACRO_DEPTH = 16, MAX_BRACES = 256 };
 
 typedef struct macro_def {
   const char *name;
-  const char *value; /* the replacement text, comments removed */
+  const char *params; /* a function-like macro's parameters, "a, b" */
+  const char *value;  /* the replacement text, comments removed */
   bool function_like;
 } macro_def;
 typedef KS_ARRAY(macro_def) macro_defs;
@@ -68,6 +69,13 @@ static void collect_macros(ks_arena *arena, const char *text, const char *end, m
           macro_def *m = ks_array_push(arena, out);
           m->name = ks_arena_strndup(arena, n, (size_t)(q - n));
           m->function_like = q < e && *q == '(';
+          if (m->function_like) {
+            const char *close = memchr(q, ')', (size_t)(e - q));
+            if (close) {
+              m->params = ks_ctext_trim(arena, q + 1, close);
+              q = close + 1;
+            }
+          }
           /* The value without comments. */
           ks_buf v = KS_BUF_INIT;
           for (const char *r = q; r < e;) {
@@ -98,6 +106,66 @@ static const macro_def *find_macro(const site_env *env, const char *name, size_t
   return NULL;
 }
 
+/* `text` with the invocations of function-like macros whose parameters are
+ * known replaced by their bodies, arguments put in for the parameters (and
+ * parenthesized, as the arithmetic they stand for reads), as the
+ * preprocessor does for the launch configurations real code writes
+ * (`CEIL_DIV(n, BLOCK)`, PolyBench's `POLYBENCH_LOOP_BOUND(NI, ni)`); object-
+ * like macros are left to the lookup. No # or ##: such a macro stays a call,
+ * and the evaluation says it is a function-like macro. */
+static const char *expand_calls(site_env *env, const char *text, unsigned depth) {
+  if (!text || depth > MAX_MACRO_DEPTH)
+    return text;
+  ks_buf b = KS_BUF_INIT;
+  bool changed = false;
+  const char *end = text + strlen(text);
+  for (const char *p = text; *p;) {
+    const char *q = ks_ctext_skip_lexical(p);
+    if (q != p) {
+      ks_buf_add(&b, p, (size_t)(q - p));
+      p = q;
+      continue;
+    }
+    if (!ks_ctext_is_ident_char(*p) || (p > text && ks_ctext_is_ident_char(p[-1]))) {
+      ks_buf_addc(&b, *p++);
+      continue;
+    }
+    const char *e = p;
+    while (ks_ctext_is_ident_char(*e))
+      e++;
+    const char *open = e;
+    while (*open == ' ' || *open == '\t')
+      open++;
+    const macro_def *m = *open == '(' ? find_macro(env, p, (size_t)(e - p)) : NULL;
+    const char *close = m && m->function_like && m->params && !strchr(m->value, '#')
+                            ? ks_ctext_matching(open, end)
+                            : NULL;
+    if (!close) {
+      ks_buf_add(&b, p, (size_t)(e - p));
+      p = e;
+      continue;
+    }
+    ks_strings params = {0}, args = {0};
+    ks_ctext_split(env->arena, m->params, m->params + strlen(m->params), &params);
+    ks_ctext_split(env->arena, open + 1, close, &args);
+    if (params.len != args.len && !(params.len == 0 && args.len == 0)) {
+      ks_buf_add(&b, p, (size_t)(e - p));
+      p = e;
+      continue;
+    }
+    for (size_t i = 0; i < args.len; i++)
+      args.items[i] = ks_arena_printf(env->arena, "(%s)", args.items[i]);
+    const char *body = ks_ctext_substitute(env->arena, m->value, params.items, args.items,
+                                           params.len);
+    ks_buf_addf(&b, "(%s)", body);
+    changed = true;
+    p = close + 1;
+  }
+  const char *out = changed ? ks_arena_strdup(env->arena, b.data) : text;
+  ks_buf_release(&b);
+  return changed ? expand_calls(env, out, depth + 1) : out;
+}
+
 static bool site_lookup(void *data, const char *name, size_t len, ks_value *out) {
   site_env *env = data;
   for (size_t i = 0; i < env->alias_names.len; i++) {
@@ -106,6 +174,8 @@ static bool site_lookup(void *data, const char *name, size_t len, ks_value *out)
       continue;
     if (ks_spec_env_get(env->params, env->alias_params.items[i], out))
       return true;
+    if (find_macro(env, name, len))
+      break; /* `k<<<g, b>>>(NI, ...)`: the macro's value is the argument's */
     env->missing = ks_arena_strndup(env->arena, name, len);
     env->why = ks_arena_printf(env->arena,
                                env->no_values ? "'%s' is passed as parameter '%s', which has "
@@ -118,7 +188,7 @@ static bool site_lookup(void *data, const char *name, size_t len, ks_value *out)
   const macro_def *m = find_macro(env, name, len);
   if (m && !m->function_like && env->depth < MAX_MACRO_DEPTH) {
     env->depth++;
-    int rc = ks_expr_eval(env->ctx, m->value, &env->expr, out);
+    int rc = ks_expr_eval(env->ctx, expand_calls(env, m->value, env->depth), &env->expr, out);
     env->depth--;
     if (!rc)
       return true;
@@ -424,6 +494,15 @@ static int site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
     size_t upto = site->loc.offset < site_text.len ? site->loc.offset : site_text.len;
     collect_macros(arena, site_text.data, site_text.data + upto, &env.macros);
   }
+  /* Then the definitions the unit's preprocessor made (headers included,
+   * inactive #if branches left out), which win over the text read above. */
+  for (size_t i = 0; i < site->macros.len; i++) {
+    macro_def *m = ks_array_push(arena, &env.macros);
+    m->name = site->macros.items[i].name;
+    m->params = site->macros.items[i].params;
+    m->value = site->macros.items[i].value;
+    m->function_like = site->macros.items[i].function_like;
+  }
   const char *what[3] = {"grid", "block", "smem"};
   const char *texts[3] = {site->grid, site->block, site->smem};
   /* With no spec, a dim3 local is read from its declaration before the
@@ -447,7 +526,8 @@ static int site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
       for (int j = 0; j < 2; j++)
         if (evaluated[j])
           init = dim3_members(arena, init, evaluated[j], j == 0 ? out->grid : out->block);
-      if (!ks_expr_eval_dim3(ctx, init, &env.expr, i == 0 ? out->grid : out->block)) {
+      if (!ks_expr_eval_dim3(ctx, expand_calls(&env, init, 0), &env.expr,
+                             i == 0 ? out->grid : out->block)) {
         evaluated[i] = local;
         continue;
       }
@@ -459,10 +539,11 @@ static int site_launch(ks_ctx *ctx, const ks_kernel *k, const ks_launch *site,
         out->smem = 0;
       continue;
     }
+    const char *expanded = expand_calls(&env, texts[i], 0);
     if (i < 2)
-      rc = ks_expr_eval_dim3(ctx, texts[i], &env.expr, i == 0 ? out->grid : out->block);
+      rc = ks_expr_eval_dim3(ctx, expanded, &env.expr, i == 0 ? out->grid : out->block);
     else
-      rc = ks_expr_eval_count(ctx, texts[i], &env.expr, 0xffffffffULL, &out->smem);
+      rc = ks_expr_eval_count(ctx, expanded, &env.expr, 0xffffffffULL, &out->smem);
     if (!rc)
       continue;
     const char *reason = env.why;

@@ -39,6 +39,10 @@ typedef struct ks_tu {
   /* CXFile -> absolute path, small cache (units touch few user files) */
   struct { CXFile file; const char *path; } files[64];
   unsigned nfiles;
+  /* the user's macro definitions (tu_macro.c), read on first use */
+  struct tu_macro *macros;
+  size_t nmacros, macros_cap;
+  bool macros_read;
 } ks_tu;
 
 /* Walks the unit and fills `tu->out` (kernels, launches, template calls). */
@@ -59,6 +63,11 @@ typedef struct ks_launch_scope {
 } ks_launch_scope;
 bool ks_tu_launch(ks_tu *tu, CXCursor call, const char *api, const ks_launch_scope *scope,
                   ks_launch *out);
+/* tu_macro.c: fills out->macros with the user's macros (any file of the
+ * unit, as its preprocessor defined them before the launch) that `context`
+ * (the enclosing function's text up to the launch) or the launch's
+ * configuration names, and those their bodies name. */
+void ks_tu_launch_macros(ks_tu *tu, const char *context, ks_launch *out);
 /* Whether a call expression is a <<<>>> launch (has the push-configuration
  * call among its children). */
 bool ks_tu_is_chevron_launch(CXCursor call);

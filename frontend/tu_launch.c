@@ -319,17 +319,19 @@ static void dependent_args(ks_tu *tu, ks_launch *out) {
   }
 }
 
-static void set_scope(ks_tu *tu, const ks_launch_scope *scope, ks_launch *out) {
+/* Returns the enclosing function's text up to the launch, or NULL. */
+static const char *set_scope(ks_tu *tu, const ks_launch_scope *scope, ks_launch *out) {
   CXCursor fn = scope->function;
   out->enclosing = ks_tu_qualified_name(tu, fn);
   out->enclosing_usr = ks_tu_usr(tu, fn);
   /* The code the launch's configuration may come from (dim3 locals, sizes
    * computed above it): the enclosing function's text up to the launch. */
   ks_range r = ks_tu_extent(tu, fn);
+  const char *text = NULL;
   if (r.begin.file && out->extent.begin.file && !strcmp(r.begin.file, out->extent.begin.file) &&
       r.begin.offset <= out->extent.begin.offset) {
     r.end = out->extent.begin;
-    const char *text = ks_tu_range_text(tu, r);
+    text = ks_tu_range_text(tu, r);
     if (text) {
       char hash[KS_HASH_HEX];
       ks_sha256_hex(text, strlen(text), hash);
@@ -341,6 +343,7 @@ static void set_scope(ks_tu *tu, const ks_launch_scope *scope, ks_launch *out) {
   out->in_template = clang_getCursorKind(fn) == CXCursor_FunctionTemplate ||
                      clang_getCursorKind(parent) == CXCursor_ClassTemplate ||
                      clang_getCursorKind(parent) == CXCursor_ClassTemplatePartialSpecialization;
+  return text;
 }
 
 /* The macro expansion that begins at `offset` of `file`, or a null cursor. */
@@ -512,7 +515,7 @@ bool ks_tu_launch(ks_tu *tu, CXCursor call, const char *api, const ks_launch_sco
   out->api = api;
   out->extent = ks_tu_extent(tu, call);
   out->loc = out->extent.begin;
-  set_scope(tu, scope, out);
+  const char *context = set_scope(tu, scope, out);
   /* A runtime-API launch inside a macro shows the macro's name first. */
   const char *head = ks_tu_macro_at(tu, out->loc);
   if (api && head && strcmp(head, api) != 0)
@@ -533,5 +536,6 @@ bool ks_tu_launch(ks_tu *tu, CXCursor call, const char *api, const ks_launch_sco
   resolve(tu, callee, scope, out);
   if (out->template_dependent)
     dependent_args(tu, out);
+  ks_tu_launch_macros(tu, context, out);
   return true;
 }

@@ -144,6 +144,16 @@ typedef struct ks_launch_candidate {
 } ks_launch_candidate;
 typedef KS_ARRAY(ks_launch_candidate) ks_launch_candidates;
 
+/* A macro as the preprocessor of the launch's unit defined it. */
+typedef struct ks_macro_def {
+  const char *name;
+  const char *params; /* "a, b" for a function-like macro, else NULL */
+  const char *value;  /* its body, on one line */
+  bool function_like;
+} ks_macro_def;
+typedef KS_ARRAY(ks_macro_def) ks_macro_defs;
+#define KS_LAUNCH_MAX_MACROS 256
+
 typedef struct ks_launch {
   ks_launch_kind kind;
   const char *api;           /* "cudaLaunchKernel" etc.; NULL for <<<>>> */
@@ -177,6 +187,11 @@ typedef struct ks_launch {
   bool in_lambda;            /* inside a lambda within `enclosing` */
   bool in_template;          /* `enclosing` is a function template */
   bool device_side;          /* launched from device code (dynamic parallelism) */
+  ks_macro_defs macros;      /* the user's macros the configuration may use:
+                                those the enclosing function's text up to the
+                                launch and the configuration name (and those
+                                they name), from any file of the unit, active
+                                definitions only */
 } ks_launch;
 typedef KS_ARRAY(ks_launch) ks_launches;
 

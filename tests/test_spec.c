@@ -20,12 +20,14 @@
 #include "ks_specs.h"
 
 static ks_ctx ctx;
-static ks_scan apps, fixtures;
+static ks_scan apps, fixtures, sites, sites_large;
 static ks_arena arena = KS_ARENA_INIT;
 
-static int scan_tree(const char *rel, ks_scan *out) {
+static int scan_tree_with(const char *rel, const char *const *args, unsigned nargs,
+                          ks_scan *out) {
   const char *const paths[] = {ks_testdata(rel)};
-  ks_scan_options opts = {.paths = paths, .npaths = 1, .no_compdb = true};
+  ks_scan_options opts = {
+      .paths = paths, .npaths = 1, .no_compdb = true, .extra_args = args, .nextra = nargs};
   if (ks_scan_run(&ctx, &opts, out)) {
     fprintf(stderr, "scan of %s failed: %s\n", rel, ctx.error);
     return -1;
@@ -33,15 +35,26 @@ static int scan_tree(const char *rel, ks_scan *out) {
   return 0;
 }
 
+static int scan_tree(const char *rel, ks_scan *out) { return scan_tree_with(rel, NULL, 0, out); }
+
 static int setup(void **state) {
   ks_ctx_init(&ctx, "test_spec");
   ctx.verbosity = KS_LOG_ERROR;
-  return scan_tree("apps", &apps) || scan_tree("frontend", &fixtures) ? -1 : 0;
+  static char include[4096];
+  snprintf(include, sizeof include, "-I%s", ks_testdata("sites/include"));
+  const char *const args[] = {include, "-DLARGE_DATASET"};
+  return scan_tree("apps", &apps) || scan_tree("frontend", &fixtures) ||
+                 scan_tree_with("sites", args, 1, &sites) ||
+                 scan_tree_with("sites", args, 2, &sites_large)
+             ? -1
+             : 0;
 }
 
 static int teardown(void **state) {
   ks_scan_release(&apps);
   ks_scan_release(&fixtures);
+  ks_scan_release(&sites);
+  ks_scan_release(&sites_large);
   ks_arena_release(&arena);
   ks_ctx_release(&ctx);
   return 0;
@@ -222,14 +235,56 @@ static void sites_that_cannot_be_evaluated(void **state) {
     if (!strstr(ctx.error, "the spec needs a 'launch' line") || !strstr(ctx.error, cases[i].why))
       fail_msg("%s: %s", cases[i].kernel, ctx.error);
   }
-  /* A function-like macro is not expanded, and the message says so. */
+  /* A function-like macro is expanded as the preprocessor does:
+   * GRID_FOR(n) is (((n) + BLOCK_SIZE - 1) / BLOCK_SIZE). */
   const ks_kernel *k = kernel_in(&fixtures, "square");
   ks_spec spec, bare;
   ks_workload w;
   find_spec(&fixtures, k, &spec);
   without_launch(&spec, &bare);
-  assert_int_equal(ks_spec_resolve(&ctx, &bare, k, first_site(&fixtures, k), 0, &arena, &w), -1);
-  assert_non_null(strstr(ctx.error, "'GRID_FOR' is a function-like macro"));
+  assert_int_equal(ks_spec_resolve(&ctx, &bare, k, first_site(&fixtures, k), 0, &arena, &w), 0);
+  assert_int_equal(w.launch.grid[0], (1 << 24) / 128);
+  assert_int_equal(w.launch.block[0], 128);
+}
+
+/* Every size in a header, as the unit's preprocessor defined it (the
+ * STANDARD_DATASET branch, not the last #define of NI in the file), dim3
+ * locals and a function-like macro: the launch sites evaluate with no spec. */
+static void sites_read_header_macros(void **state) {
+  ks_launch_cfg cfg;
+  const char *why[3];
+  const ks_kernel *k = kernel_in(&sites, "scale_rows");
+  int failed = ks_spec_site_launch_parts(&ctx, k, first_site(&sites, k), &arena, &cfg, why);
+  if (failed)
+    fail_msg("scale_rows: %s | %s", why[0] ? why[0] : "-", why[1] ? why[1] : "-");
+  assert_int_equal(cfg.block[0], 32);
+  assert_int_equal(cfg.block[1], 8);
+  assert_int_equal(cfg.grid[0], 512 / 32);
+  assert_int_equal(cfg.grid[1], 1024 / 8);
+  /* With -DLARGE_DATASET on the command line, that branch. */
+  k = kernel_in(&sites_large, "scale_rows");
+  failed = ks_spec_site_launch_parts(&ctx, k, first_site(&sites_large, k), &arena, &cfg, why);
+  if (failed)
+    fail_msg("scale_rows, large: %s | %s", why[0] ? why[0] : "-", why[1] ? why[1] : "-");
+  assert_int_equal(cfg.grid[0], 4096 / 32);
+  assert_int_equal(cfg.grid[1], 4096 / 8);
+  k = kernel_in(&sites, "add_one");
+  failed = ks_spec_site_launch_parts(&ctx, k, first_site(&sites, k), &arena, &cfg, why);
+  if (failed)
+    fail_msg("add_one: %s | %s", why[0] ? why[0] : "-", why[1] ? why[1] : "-");
+  assert_int_equal(cfg.grid[0], 1024 * 512 / 256);
+  assert_int_equal(cfg.block[0], 256);
+  /* The scan carries the definitions the site named, from the header. */
+  const ks_launch *site = first_site(&sites, k);
+  bool ceil_div = false, threads = false;
+  for (size_t i = 0; i < site->macros.len; i++) {
+    ceil_div |= !strcmp(site->macros.items[i].name, "CEIL_DIV") &&
+                site->macros.items[i].function_like &&
+                !strcmp(site->macros.items[i].params, "m, n");
+    threads |= !strcmp(site->macros.items[i].name, "THREADS") &&
+               !strcmp(site->macros.items[i].value, "256");
+  }
+  assert_true(ceil_div && threads);
 }
 
 static void templates_take_their_instance(void **state) {
@@ -698,6 +753,7 @@ int main(void) {
       cmocka_unit_test(saxpy_resolves_exactly),
       cmocka_unit_test(gelu_site_expands_macros),
       cmocka_unit_test(sites_that_cannot_be_evaluated),
+      cmocka_unit_test(sites_read_header_macros),
       cmocka_unit_test(templates_take_their_instance),
       cmocka_unit_test(buffers_and_distributions),
       cmocka_unit_test(check_names_the_problem),

@@ -665,11 +665,41 @@ void ks_rt_render_span(ks_buf *b, const ks_rule_input *in, const ks_anode *paren
   render_range_rec(b, in->unit, parent, from, to, fn, arg);
 }
 
+/* With sizes, whether the guard evaluates at them. Without (rewrite from
+ * the launch sites alone), whether it is made of names the guard language
+ * gives values at run time, the launch, the scalars and the buffers'
+ * lengths, each standing in with 1: the guard stays symbolic, as every
+ * rule's does there, and the judge or the launch site evaluates it. */
+static bool names_lookup(void *data, const char *name, size_t len, ks_value *out) {
+  const ks_rule_input *in = data;
+  static const char *const dims[] = {"grid_x",  "grid_y",  "grid_z", "block_x",
+                                     "block_y", "block_z", "smem"};
+  bool known = false;
+  for (size_t i = 0; i < sizeof dims / sizeof *dims && !known; i++)
+    known = strlen(dims[i]) == len && !memcmp(dims[i], name, len);
+  for (size_t i = 0; i < in->ast->nparams && !known; i++) {
+    const char *p = in->ast->params[i]->name;
+    if (!p)
+      continue;
+    size_t n = strlen(p);
+    known = (n == len && !memcmp(p, name, len)) ||
+            (len == n + 4 && !memcmp(name, "len_", 4) && !memcmp(name + 4, p, n));
+  }
+  if (known)
+    *out = (ks_value){.is_int = true, .i = 1};
+  return known;
+}
+
 bool ks_rt_guard_evaluates(const ks_rule_input *in, const char *guard) {
   ks_ctx scratch;
   ks_ctx_init(&scratch, "rules");
   long long v = 0;
   bool ok = !ks_rule_eval(&scratch, in, guard, &v);
+  if (!ok && in->no_sizes) {
+    ks_expr_env env = {names_lookup, (void *)in};
+    ks_value r;
+    ok = !ks_expr_eval(&scratch, guard, &env, &r);
+  }
   ks_ctx_release(&scratch);
   return ok;
 }
