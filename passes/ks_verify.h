@@ -84,13 +84,14 @@ typedef struct ks_verify_side {
 
 typedef enum ks_verify_verdict {
   KS_VERIFY_FASTER,     /* faster in the program, within 10% of the search's */
-  KS_VERIFY_NOT_FASTER, /* below 1.0, more than 10% under the search's, or
-                           the variant never ran */
+  KS_VERIFY_NOT_FASTER, /* below 1.0, or the variant never ran */
+  KS_VERIFY_SHORT,      /* faster in the program, but more than 10% under
+                           the search's: kept, and why is said */
   KS_VERIFY_FAILED,     /* a run of the program did not exit 0 */
   KS_VERIFY_NOT_RUN,    /* the program never launched the kernel */
 } ks_verify_verdict;
 
-/* "faster", "not faster", "failed", "not run". */
+/* "faster", "not faster", "short of the search", "failed", "not run". */
 const char *ks_verify_verdict_name(ks_verify_verdict v);
 
 /* What a cause is, for machines; the sentence is ks_verify_kernel.cause. */
@@ -104,13 +105,14 @@ typedef enum ks_verify_cause_kind {
   KS_CAUSE_LAUNCH,      /* a different launch from the search's */
   KS_CAUSE_WARM,        /* warm cache */
   KS_CAUSE_SIZE,        /* a different size */
+  KS_CAUSE_FEW,         /* launched too few times for a median */
   KS_CAUSE_PROGRAM,     /* the program failed (verdict failed) */
   KS_CAUSE_UNKNOWN,
 } ks_verify_cause_kind;
 
 /* "guards failed", "switched off", "another architecture", "no device",
  * "no dispatch", "a different launch", "warm cache", "a different size",
- * "program failed", "unknown"; NULL for none. */
+ * "few launches", "program failed", "unknown"; NULL for none. */
 const char *ks_verify_cause_name(ks_verify_cause_kind c);
 
 typedef struct ks_verify_kernel {

@@ -17,14 +17,21 @@
 #include "ks_fs.h"
 #include "ks_profile_run.h"
 
-/* A winner is "not faster" below this share of the search's speedup. */
+/* A winner faster in the program is "short of the search" below this share
+ * of the search's speedup. */
 #define KS_VERIFY_SEARCH_SHARE 0.9
+/* Below this in-program speedup a winner is "not faster": a program's run
+ * is one noisy sample, and 1.00x is no gain. */
+#define KS_VERIFY_MIN_GAIN 1.02
 /* The sites' launches that must take another path than the variant's for
  * that path to be the cause (a tenth). */
 #define KS_VERIFY_PATH_SHARE 0.1
 /* "far below" and "differs" for the mean time a launch against the judge's
  * baseline. */
 #define KS_VERIFY_SIZE_RATIO 2.0
+/* Fewer launches than this in a run are too few for the program's time to
+ * be compared with the judge's median. */
+#define KS_VERIFY_FEW_LAUNCHES 3
 
 const char *ks_site_path_name(ks_site_path p) {
   static const char *const names[KS_NPATHS] = {"variant", "off", "other architecture",
@@ -38,6 +45,8 @@ const char *ks_verify_verdict_name(ks_verify_verdict v) {
     return "faster";
   case KS_VERIFY_NOT_FASTER:
     return "not faster";
+  case KS_VERIFY_SHORT:
+    return "short of the search";
   case KS_VERIFY_FAILED:
     return "failed";
   case KS_VERIFY_NOT_RUN:
@@ -50,7 +59,7 @@ const char *ks_verify_cause_name(ks_verify_cause_kind c) {
   static const char *const names[] = {
       NULL,          "guards failed", "switched off",       "another architecture",
       "no device",   "no dispatch",   "a different launch", "warm cache",
-      "a different size", "program failed", "unknown"};
+      "a different size", "few launches", "program failed", "unknown"};
   return c >= 0 && (size_t)c < sizeof names / sizeof *names ? names[c] : NULL;
 }
 
@@ -406,6 +415,16 @@ static const char *cause_of(ks_arena *a, const ks_verify_kernel *k, ks_verify_ca
     return ks_arena_printf(a, "a different size: %.4g ms a launch in the program, %.4g ms in "
                               "the search", mean, base);
   }
+  /* The judge's speedup is a median over many interleaved samples; a
+   * kernel the program runs once or twice is one cold launch each time
+   * (its module's first use, instruction and TLB caches), and that launch
+   * is the program's whole number. */
+  if (b->launches && b->launches < KS_VERIFY_FEW_LAUNCHES) {
+    *kind = KS_CAUSE_FEW;
+    return ks_arena_printf(a, "few launches: the program runs it %llu time%s, each a cold single "
+                              "sample, where the search took the median of many",
+                           b->launches, b->launches == 1 ? "" : "s");
+  }
   *kind = KS_CAUSE_UNKNOWN;
   return "unknown";
 }
@@ -425,8 +444,17 @@ void ks_verify_judge(ks_arena *a, ks_verify_kernel *k, bool program_failed) {
     return;
   }
   bool ran = k->after.variant_launches > 0;
-  bool short_of = k->speedup < 1.0 || k->speedup < KS_VERIFY_SEARCH_SHARE * k->search_speedup;
-  if (ran && k->speedup > 0 && !short_of) {
+  bool slower = k->speedup < KS_VERIFY_MIN_GAIN;
+  bool short_of = k->speedup < KS_VERIFY_SEARCH_SHARE * k->search_speedup;
+  if (ran && k->speedup > 0 && !slower && short_of) {
+    /* Faster in the program, by less than the search said: the patch
+     * still helps (apply --from-verify keeps it), and the user is told
+     * why the numbers differ where it can be seen. */
+    k->verdict = KS_VERIFY_SHORT;
+    k->cause = cause_of(a, k, &k->cause_kind);
+    return;
+  }
+  if (ran && k->speedup > 0 && !slower && !short_of) {
     k->verdict = KS_VERIFY_FASTER;
     /* Faster in the program by more than the tenth the search is trusted
      * to: good news, but the search's number then does not describe the

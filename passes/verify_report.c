@@ -172,7 +172,10 @@ int ks_verify_save(ks_ctx *ctx, const char *path, const ks_verify_report *r) {
 static const char *paint(const ks_verify_print_options *o, ks_verify_verdict v) {
   if (!o || !o->color)
     return "";
-  return v == KS_VERIFY_FASTER ? "\033[32m" : v == KS_VERIFY_NOT_RUN ? "\033[2m" : "\033[1;31m";
+  return v == KS_VERIFY_FASTER    ? "\033[32m"
+         : v == KS_VERIFY_SHORT   ? "\033[33m"
+         : v == KS_VERIFY_NOT_RUN ? "\033[2m"
+                                  : "\033[1;31m";
 }
 
 static void print_runs(FILE *out, const ks_verify_report *r, const ks_verify_print_options *o) {
@@ -228,8 +231,8 @@ void ks_verify_print(FILE *out, const ks_verify_report *r, const ks_verify_print
     for (size_t s = 0; s < k->sites.len; s++)
       fprintf(out, "    %s: %s\n", k->sites.items[s].where,
               ks_verify_site_paths(&a, &k->sites.items[s]));
-    if (k->verdict == KS_VERIFY_NOT_FASTER)
-      fprintf(out, "    not faster: %s\n", k->cause);
+    if (k->verdict == KS_VERIFY_NOT_FASTER || k->verdict == KS_VERIFY_SHORT)
+      fprintf(out, "    %s: %s\n", ks_verify_verdict_name(k->verdict), k->cause);
     else if (k->verdict == KS_VERIFY_FASTER && k->cause)
       fprintf(out, "    %s\n", k->cause);
   }
@@ -299,10 +302,10 @@ int ks_verify_not_faster(ks_ctx *ctx, const char *path, ks_arena *a, ks_strings 
       goto out;
     }
     const char *vs = verdict->valuestring;
-    if (strcmp(vs, "faster") && strcmp(vs, "not faster") && strcmp(vs, "failed") &&
-        strcmp(vs, "not run")) {
-      rc = ks_fail(ctx, "%s: kernels[%d].verdict: '%s' is none of faster, not faster, failed, "
-                        "not run", path, i, vs);
+    if (strcmp(vs, "faster") && strcmp(vs, "not faster") && strcmp(vs, "short of the search") &&
+        strcmp(vs, "failed") && strcmp(vs, "not run")) {
+      rc = ks_fail(ctx, "%s: kernels[%d].verdict: '%s' is none of faster, not faster, short of "
+                        "the search, failed, not run", path, i, vs);
       goto out;
     }
     if (!strcmp(vs, "not faster"))

@@ -274,7 +274,7 @@ def table(rows):
             continue
         s = geomean([k["speedup"] for k in r.get("kernels", []) if k.get("verdict") == "FAST"])
         ins = geomean([k.get("speedup") for k in r.get("verify", [])
-                       if k.get("verdict") in ("faster", "not faster")])
+                       if k.get("verdict") in ("faster", "not faster", "short of the search")])
         checks = "/".join("PASS" if r.get(c) else ("-" if c not in r else "FAIL")
                           for c in ("check_before", "check_after", "check_launcher"))
         lines.append("| %s | %d | %d (%d) | %d | %s | %s | %s | %s | %s |" % (
