@@ -445,12 +445,46 @@ size_t ks_capture_launches_of(ks_arena *a, const ks_capture *cap, const ks_scan 
   return n;
 }
 
+/* A template kernel captured with several instances is searched for one
+ * (the spec's, or the first captured): the others' launches are said, each
+ * instance once, with how to choose it, so that none is dropped silently. */
+static void warn_other_instances(ks_ctx *ctx, ks_arena *a, const ks_capture *cap,
+                                 const ks_scan *scan, const ks_kernel *k, const char *chosen) {
+  if (!chosen)
+    return;
+  long self = (long)(k - scan->kernels.items);
+  ks_strings said = {0};
+  for (size_t i = 0; i < cap->launches.len; i++) {
+    const char *t = NULL;
+    if (ks_profile_match(a, cap->launches.items[i].kernel, NULL, &scan->kernels, &t) != self ||
+        !t || same_ignoring_spaces(t, chosen))
+      continue;
+    bool dup = false;
+    for (size_t s = 0; s < said.len && !dup; s++)
+      dup = same_ignoring_spaces(said.items[s], t);
+    if (dup)
+      continue;
+    *ks_array_push(a, &said) = t;
+    size_t count = 0;
+    for (size_t j = 0; j < cap->launches.len; j++) {
+      const char *u = NULL;
+      count += ks_profile_match(a, cap->launches.items[j].kernel, NULL, &scan->kernels, &u) ==
+                   self && u && same_ignoring_spaces(u, t);
+    }
+    ks_warn(ctx, "%s: %zu captured launch%s of %s<%s> left out: one instance of a template "
+                 "kernel is searched per run, here <%s>; a spec with the line 'instance %s' "
+                 "(docs/spec.md) searches that one",
+            cap->path, count, count == 1 ? "" : "es", k->qualified_name, t, chosen, t);
+  }
+}
+
 int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const char *instance,
                            ks_arena *a) {
   const ks_kernel *k = t->kernel;
   size_t *idx;
   const char *targs;
   size_t n = ks_capture_launches_of(a, cap, &t->scan, k, instance, &idx, &targs);
+  warn_other_instances(ctx, a, cap, &t->scan, k, targs);
   ptype *types = ks_arena_alloc(a, (k->params.len + 1) * sizeof *types);
   param_types(a, k, targs, types);
   const ks_capture_launch **ls = ks_arena_alloc(a, (n + 1) * sizeof *ls);
