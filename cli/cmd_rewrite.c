@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ks_buf.h"
 #include "ks_capture.h"
-#include "ks_compile.h"
 #include "ks_cli.h"
+#include "ks_compile.h"
+#include "ks_fs.h"
 #include "ks_rules.h"
 #include "ks_source_args.h"
 #include "ks_specs.h"
@@ -50,7 +52,8 @@ static const char usage[] =
     "                       'profile --capture' writes) where it has no spec\n"
     "      --each-rule DIR  apply every rule alone (its first choice that applies)\n"
     "                       and write DIR/KERNEL.RULE.cu.txt for each: the variant,\n"
-    "                       or the line saying why the rule does not apply\n"
+    "                       or the line saying why the rule does not apply (DIR\n"
+    "                       is made when missing)\n"
     "      --compile        compile every variant printed or written with NVRTC for\n"
     "                       sm_90, as the judge would (the slice, then the\n"
     "                       variant); one that does not compile is said on stderr\n"
@@ -205,6 +208,12 @@ static int compile_variants(ks_ctx *ctx, const ks_target *t, const ks_variant *v
  * with one scan and one slice for all of them. */
 static int each_rule(ks_ctx *ctx, const ks_target *t, const ks_variant *start, bool is_template,
                      const char *kernel, const char *dir, bool compile, ks_arena *arena) {
+  /* The folder is made when it is missing (its parent must exist), so
+   * that a first try does not end at the first file. */
+  if (!ks_is_dir(dir) && mkdir(dir, 0777) && errno != EEXIST) {
+    ks_error(ctx, "--each-rule %s: %s", dir, strerror(errno));
+    return KS_EXIT_FAILURE;
+  }
   ks_rule_input in;
   if (ks_rules_prepare(ctx, t, start, is_template, arena, &in)) {
     ks_error(ctx, "%s", ctx->error);

@@ -52,7 +52,7 @@ check "... its one line names the unknown block and why" has "$tmp/late.err" \
   "rewrite: launch_bounds does not apply to bump: its block does not evaluate at the timed size: 'block_x * block_y * block_z' needs block_x, which is not known without a spec or capture (the launch site's block 'threads' (late.cu:7) cannot be evaluated: 'threads' is a dim3 local variable of run)"
 check "... nothing on stdout" [ ! -s "$tmp/late.out" ]
 
-mkdir "$tmp/each"
+# DIR is made when missing.
 (cd "$data/legacy" && "$bin" --color=never rewrite --no-compdb mvt_kernel1 --each-rule "$tmp/each" mvt \
   >/dev/null 2>"$tmp/each.err")
 check "legacy mvt_kernel1 --each-rule: exit 0" [ $? -eq 0 ]
