@@ -122,6 +122,25 @@ static const char rows_cu[] =
     "}\n"
     "\n"
     "/* kernelsmith:\n"
+    " *   size timed: n = 2048\n"
+    " *   size odd:   n = 37\n"
+    " *   in  a[n * n] uniform(-1, 1)\n"
+    " *   in  x[n] uniform(-1, 1)\n"
+    " *   inout y[n] uniform(-1, 1)\n"
+    " *   launch grid = ceil_div(n, 256), block = 256\n"
+    " */\n"
+    "__global__ void row_accumulate_global(float *a, float *x, float *y, int n)\n"
+    "{\n"
+    "\tint i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "\tif (i < n)\n"
+    "\t{\n"
+    "\t\tint j;\n"
+    "\t\tfor (j = 0; j < n; j++)\n"
+    "\t\t\ty[i] += a[i * n + j] * x[j];\n"
+    "\t}\n"
+    "}\n"
+    "\n"
+    "/* kernelsmith:\n"
     " *   size timed: rows = 4096, cols = 300\n"
     " *   size odd:   rows = 37, cols = 33\n"
     " *   in  x[rows * cols] uniform(-1, 1)\n"
@@ -573,6 +592,16 @@ static void warp_rows_other_shapes(void **state) {
   has(v, "for (int c = ks_lane; c < cols; c += 32) x[c] /= s;");
   /* a loop that gives the columns to other lanes than the loop reading them */
   not_applied(&mine, "fill_after_first", "warp_rows=128", "writes 'x[c]' and reads 'x[c]'");
+
+  /* `y[i] += ...` straight into global memory, C89 loop: after
+   * scalar_replace every lane reads y[i] before the loop and lane 0 writes
+   * it after; a __syncwarp() orders the two. Alone, the rule refuses. */
+  not_applied(&mine, "row_accumulate_global", "warp_rows=256", "writes 'y[i]'");
+  v = applies(&mine, "row_accumulate_global", "scalar_replace warp_rows=256", &cand, &t);
+  covers(t, &cand, 256);
+  has(v, "for (j = ks_lane; j < n; j += 32)");
+  has(v, "ks_acc = ks_ks_acc_before + ks_acc;");
+  has(v, "__syncwarp(); if (ks_lane == 0) y[i] = ks_acc;");
 }
 
 static void warp_rows_does_not_apply(void **state) {

@@ -91,6 +91,7 @@ typedef struct rows_access {
   const char *text;          /* for messages */
   const rows_loop *loop;     /* NULL: outside the column loops */
   const ks_anode *lane0;     /* the statement lane 0 alone runs, or NULL */
+  const ks_anode *node;
   bool store;
 } rows_access;
 
@@ -104,6 +105,8 @@ typedef struct rows {
   ks_rt_nodes lhs;             /* memory written by an assignment in a loop */
   KS_ARRAY(rows_access) access;
   ks_meaning *meaning;
+  bool sync_lane0;             /* lanes read what lane 0 then writes: a
+                                  __syncwarp() orders them */
   const char *why;
 } rows;
 
@@ -165,6 +168,7 @@ static void add_access(rows *r, const ks_anode *n, const char *root, bool store,
   a->text = ks_rt_text_of(r->arena, r->in, n);
   a->loop = loop;
   a->lane0 = lane0;
+  a->node = n;
   a->store = store;
 }
 
@@ -530,8 +534,32 @@ static bool same_lanes(rows *r, const rows_loop *a, const rows_loop *b) {
   return true;
 }
 
+/* A read by every lane, before the column loops, of the very element lane
+ * 0 writes after them (`float acc = y[i]; for (...) acc += ...; y[i] =
+ * acc;`, what scalar_replace makes of `y[i] += ...` in a loop): every lane
+ * has read it before the warp's butterfly, which all 32 lanes must reach,
+ * and a __syncwarp() before lane 0's store orders the memory too. */
+static bool read_before_lane0(rows *r, const rows_access *store, const rows_access *read) {
+  if (read->store || read->loop || read->lane0 || strcmp(store->key, read->key))
+    return false;
+  for (size_t i = 0; i < r->loops.len; i++)
+    if (read->node->begin >= r->loops.items[i]->stmt->begin)
+      return false;
+  ks_rt_nodes all = ks_rt_collect(r->arena, read->node);
+  for (size_t i = 0; i < all.len; i++) {
+    const ks_anode *n = all.items[i];
+    if (n != read->node && (is_memory(n) || n->kind == KS_AK_CALL))
+      return false;
+    if (n->kind == KS_AK_DECL_REF && (!n->decl || ks_rt_modified(r->k->body, n->decl)) &&
+        n->decl != r->row_var)
+      return false;
+  }
+  return true;
+}
+
 /* Two lanes never touch one element where one of them writes it, and no
- * lane reads what lane 0 alone writes: a buffer written in a column loop
+ * lane reads what lane 0 alone writes (but read_before_lane0's reads): a
+ * buffer written in a column loop
  * is accessed only in column loops, at the very address of the write, and
  * in loops that give each column to the same lane; a buffer written
  * outside the loops is accessed only by lane 0. Buffers are told apart by
@@ -559,6 +587,8 @@ static bool rows_dependences(rows *r) {
       bool ok = a->loop ? b->loop && !strcmp(a->key, b->key) &&
                               (b->loop == a->loop || same_lanes(r, a->loop, b->loop))
                         : !b->loop && b->lane0;
+      if (!ok && !a->loop && read_before_lane0(r, a, b))
+        ok = r->sync_lane0 = true;
       if (!ok)
         return rows_fail(r, "it writes '%s' and %s '%s'%s", a->text, b->store ? "writes" : "reads",
                          b->text, a->loop ? " at another column or outside the loop" : "");
@@ -755,7 +785,8 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     const ks_anode *parent = ks_rt_up(s, &child);
     bool braces = !parent || parent->kind != KS_AK_COMPOUND;
     ks_edits_add(arena, &e, ks_rt_src_at(in, child->begin), ks_rt_src_at(in, child->begin),
-                 ks_arena_printf(arena, "%sif (%s == 0) ", braces ? "{ " : "", lane));
+                 ks_arena_printf(arena, "%s%sif (%s == 0) ", braces ? "{ " : "",
+                                 r.sync_lane0 && i == 0 ? "__syncwarp(); " : "", lane));
     if (braces) {
       unsigned end = ks_rt_stmt_end_deep(unit, child);
       ks_edits_add(arena, &e, ks_rt_src_at(in, end), ks_rt_src_at(in, end), " }");
