@@ -1,4 +1,5 @@
 /* eval_judge: the GPU judge behind the search's evaluator table. */
+#include <pthread.h>
 #include <string.h>
 
 #include "ks_search.h"
@@ -49,8 +50,12 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
     have_digest = !ks_judge_digest(&scratch, je->judge, &je->target->subject, &c, arena, digest);
     ks_ctx_release(&scratch);
   }
-  for (size_t i = 0; have_digest && i < je->judged.len; i++) {
-    const ks_judged_code *j = &je->judged.items[i];
+  /* With several devices the table is the pool's, shared behind a lock. */
+  ks_judge_evaluator *tab = je->shared ? je->shared : je;
+  if (je->shared)
+    pthread_mutex_lock(&tab->lock);
+  for (size_t i = 0; have_digest && i < tab->judged.len; i++) {
+    const ks_judged_code *j = &tab->judged.items[i];
     if (strcmp(j->digest, digest))
       continue;
     memset(out, 0, sizeof *out);
@@ -65,9 +70,14 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
     out->reason = ks_arena_printf(arena, "the same machine code and launch as variant %lld "
                                          "(%s, %.3fx): not run again",
                                   j->node, ks_verdict_name(j->verdict), j->speedup);
+    out->device = je->judge->opts.device;
     je->reused++;
+    if (je->shared)
+      pthread_mutex_unlock(&tab->lock);
     return 0;
   }
+  if (je->shared)
+    pthread_mutex_unlock(&tab->lock);
   /* A recheck (of the search's winner) draws fresh inputs (another base
    * seed) and runs the full protocol: a longer timing loop than the
    * search's quick one. */
@@ -91,7 +101,11 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
                          .bw_fraction = out->cand_bw_fraction, .registers = out->cand_registers,
                          .node = node->id};
     memcpy(jc.digest, digest, sizeof jc.digest);
-    *ks_array_push(&je->arena, &je->judged) = jc;
+    if (je->shared)
+      pthread_mutex_lock(&tab->lock);
+    *ks_array_push(&tab->arena, &tab->judged) = jc;
+    if (je->shared)
+      pthread_mutex_unlock(&tab->lock);
   }
   return rc;
 }
@@ -99,9 +113,12 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
 void ks_judge_evaluator_release(ks_judge_evaluator *self) {
   ks_arena_release(&self->arena);
   memset(&self->judged, 0, sizeof self->judged);
+  pthread_mutex_destroy(&self->lock);
 }
 
 ks_evaluator ks_judge_evaluator_make(ks_judge_evaluator *self) {
-  return (ks_evaluator){.self = self, .measured = true, .precompile = judge_precompile,
-                        .eval = judge_eval};
+  pthread_mutex_init(&self->lock, NULL);
+  return (ks_evaluator){.self = self, .measured = true,
+                        .device = self->judge ? self->judge->opts.device : 0,
+                        .precompile = judge_precompile, .eval = judge_eval};
 }
