@@ -161,7 +161,7 @@ bool ks_fault(ks_ctx *ctx, const char *site) {
     if (strcmp(f->name, site))
       continue;
     f->calls++;
-    hit = f->nth == 0 || f->calls == f->nth;
+    hit |= f->nth == 0 || f->calls == f->nth; /* a site may be listed twice */
   }
   pthread_mutex_unlock(&ctx->lock);
   return hit;

@@ -12,7 +12,8 @@
  * injection are its parent's.
  *
  * Fault injection, for testing error paths: KERNELSMITH_FAULTS="site:N,..."
- * makes the Nth call of ks_fault(ctx, "site") return true (N=0: every call). */
+ * makes the Nth call of ks_fault(ctx, "site") return true (N=0: every call;
+ * a site listed twice fails at both counts). */
 #ifndef KS_CTX_H
 #define KS_CTX_H
 

@@ -106,8 +106,8 @@ static void *work(void *arg) {
         e.reason = ks_arena_printf(&w->arena, "worker %zu (device %d) failed and left the "
                                               "pool, costing this candidate: %s",
                                    w->index, ev->device, ctx.error);
-        ks_warn(st->s->ctx, "%s: %s; %zu worker%s go on", st->s->kernel, e.reason, p->live,
-                p->live == 1 ? "" : "s");
+        ks_warn(st->s->ctx, "%s: %s; %zu worker%s on", st->s->kernel, e.reason, p->live,
+                p->live == 1 ? " goes" : "s go");
       } else {
         slot->error = ks_arena_printf(&w->arena, "worker %zu (device %d), the last one: %s",
                                       w->index, ev->device, ctx.error);
