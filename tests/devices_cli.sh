@@ -124,5 +124,8 @@ check "--device with --devices: usage error" [ $? -eq 2 ]
 "$bin" optimize --stand-in-judge --devices 256 "${apps[0]}" >/dev/null 2>&1
 check "--devices 256: usage error" [ $? -eq 2 ]
 
+"$bin" tune --stand-in-judge --devices 0,x -- true >/dev/null 2>"$tmp/u3.err"
+check "tune --devices 0,x: usage error" [ $? -eq 2 ]
+
 echo "$fails failure(s)"
 [ $fails -eq 0 ]
