@@ -250,6 +250,8 @@ typedef struct ks_judged_code {
   double speedup, speedup_low, speedup_high, base_ms, cand_ms, bw_fraction;
   int registers;
   long long node;
+  bool pending;            /* several devices: another worker is judging it */
+  bool failed;             /* that judgement failed: nothing to reuse */
 } ks_judged_code;
 
 typedef struct ks_judge_evaluator {
@@ -262,7 +264,8 @@ typedef struct ks_judge_evaluator {
    * here to the first one, whose `judged` table (behind its `lock`) they
    * all share; NULL: this one's own, used from one thread. */
   struct ks_judge_evaluator *shared;
-  pthread_mutex_t lock;            /* ks_judge_evaluator_make inits it */
+  pthread_mutex_t lock;            /* ks_judge_evaluator_make inits them */
+  pthread_cond_t judged_done;      /* a pending entry of `judged` is done */
 } ks_judge_evaluator;
 ks_evaluator ks_judge_evaluator_make(ks_judge_evaluator *self);
 void ks_judge_evaluator_release(ks_judge_evaluator *self);
