@@ -172,6 +172,8 @@ typedef struct ks_pipeline {
   int *workers;                /* after prepare: each worker's device, the
                                   first one's first */
   size_t nworkers;
+  bool *retired;               /* the workers that left the pool, for the
+                                  rest of the run (ks_search.retired) */
   ks_pipeline_llm *llm;
   int lock_fd;
   long long run;               /* the store's run row, once begun */

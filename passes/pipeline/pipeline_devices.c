@@ -42,6 +42,7 @@ int pipeline_workers(ks_pipeline *p) {
     p->workers[0] = job->judge.device;
     p->nworkers = 1;
   }
+  p->retired = ks_arena_alloc(&p->arena, p->nworkers * sizeof *p->retired);
   return 0;
 }
 

@@ -158,6 +158,7 @@ int pipeline_search_kernel(ks_pipeline *p, ks_pipeline_kernel *k, double seconds
   }
   ks_search s = {.ctx = ctx, .kernel = k->target.subject.kernel, .opts = job->search,
                  .proposer = &proposer, .evaluator = evs.table, .nevaluators = evs.n,
+                 .retired = p->retired,
                  .store = job->store,
                  .store_kernel = k->store_id, .seed = &seed, .seed_is_template = is_template,
                  .progress = h->search_progress ? h->search_progress : no_progress,

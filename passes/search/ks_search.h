@@ -216,6 +216,9 @@ typedef struct ks_search {
    * go on, and only the last one's failure stops the search. */
   const ks_evaluator *evaluator;
   size_t nevaluators;
+  bool *retired;                   /* several workers: those that left the pool,
+                                      nevaluators entries kept across the
+                                      run's searches; NULL: this search's own */
   ks_store *store;                 /* NULL: nothing persisted (tests) */
   long long store_kernel;          /* the store's kernel id */
   double baseline_ms;              /* known from a resumed run; 0: measure */

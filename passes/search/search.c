@@ -454,13 +454,14 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
   if (load(&st))
     return -1;
   if (s->nevaluators > 1)
-    st.retired = ks_arena_alloc(arena, s->nevaluators * sizeof *st.retired);
+    st.retired = s->retired ? s->retired
+                            : ks_arena_alloc(arena, s->nevaluators * sizeof *st.retired);
 
   /* The baseline, unless a resumed run measured it already. */
   if (s->baseline_ms > 0) {
     out->baseline_ms = s->baseline_ms;
   } else {
-    if (ks_search_judge(&st, 0, s->ctx, NULL, 0, arena, &out->baseline))
+    if (ks_search_judge(&st, ks_search_first_live(&st), s->ctx, NULL, 0, arena, &out->baseline))
       return -1;
     if (out->baseline.verdict != KS_VERDICT_BASELINE)
       return ks_fail(s->ctx, "%s: the original could not be timed: %s", s->kernel,

@@ -25,7 +25,8 @@ typedef struct search_state {
   double patience_best;    /* the best speedup when it last improved */
   unsigned patience_rounds; /* rounds since */
   /* Several workers (ks_search.nevaluators > 1): those that left the pool
-   * (their evaluator failed), for the rest of the search; NULL with one. */
+   * (their evaluator failed), ks_search.retired or the search's own; NULL
+   * with one. */
   bool *retired;
 } search_state;
 

@@ -145,6 +145,10 @@ int ks_search_eval_pool(search_state *st, ks_node **nodes, size_t n) {
   int rc = 0;
   if (!p.n)
     goto out;
+  if (!p.live) {
+    rc = ks_fail(s->ctx, "%s: every worker has left the pool", s->kernel);
+    goto out;
+  }
   pthread_mutex_init(&p.lock, NULL);
   pthread_cond_init(&p.changed, NULL);
 
