@@ -5,7 +5,7 @@
 # winners, the same evaluations in the same order); the store records the
 # device and worker of each evaluation and status shows them; a worker
 # killed mid-run (fault site standin_worker) costs its candidate while the
-# others go on; usage errors.
+# others go on; kill -9 and --resume with two workers; usage errors.
 # usage: devices_cli.sh KERNELSMITH_CC TESTDATA
 set -u
 bin=$1
@@ -115,7 +115,39 @@ KERNELSMITH_FAULTS=standin_worker:9 opt killed1 --devices 0
 check "killed only worker: exit 1" [ $? -eq 1 ]
 check "... saying why" grep -q "died (injected fault standin_worker)" "$tmp/killed1.err"
 
-# 4. Usage errors.
+# 4. kill -9 in the middle of a round judged by two workers, then --resume:
+#    the run finishes, nothing finished is judged twice, the store is whole.
+KS_STANDIN_SLOW=__global__:40 "$bin" -q optimize --stand-in-judge --devices 0,0 --rounds 4 \
+  --max-evals 20 --seed 5 -k saxpy_kernel -k softmax_rows_kernel --store "$tmp/k9" \
+  "${apps[@]}" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do # up to 60 s for the first evaluations to be stored
+  n=$(python3 -c 'import sqlite3,sys
+try: print(sqlite3.connect(sys.argv[1]).execute("select count(*) from evaluations").fetchone()[0])
+except Exception: print(0)' "$tmp/k9/kernelsmith.db" 2>/dev/null)
+  [ "${n:-0}" -ge 8 ] && break
+  sleep 0.1
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+"$bin" -q optimize --resume --store "$tmp/k9" --json >"$tmp/k9.json" 2>"$tmp/k9.err"
+check "killed with two workers, resumed: exit 0" [ $? -eq 0 ]
+check "... the run finished, no variant judged twice (rechecks aside)" python3 - "$tmp/k9/kernelsmith.db" "$tmp/k9.json" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+d = json.load(open(sys.argv[2]))
+assert all(k["status"] == "optimized" for k in d["kernels"]), d["kernels"]
+assert db.execute("SELECT status FROM runs").fetchone()[0] == "done"
+twice = db.execute("SELECT variant, count(*) FROM evaluations WHERE variant IS NOT NULL "
+                   "GROUP BY variant HAVING count(*) > 1").fetchall()
+assert len(twice) <= 2 * 3, twice   # the winners' rechecks, up to three per kernel
+assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+(missing,) = db.execute("SELECT count(*) FROM evaluations e LEFT JOIN eval_devices d "
+                        "ON d.evaluation = e.id WHERE d.evaluation IS NULL").fetchone()
+assert missing == 0, missing
+PY
+
+# 5. Usage errors.
 "$bin" optimize --stand-in-judge --devices 0,x "${apps[0]}" >/dev/null 2>"$tmp/u1.err"
 check "--devices 0,x: usage error" [ $? -eq 2 ]
 check "... saying what it takes" grep -q "devices takes all or CUDA devices" "$tmp/u1.err"
