@@ -521,6 +521,17 @@ static void a_dead_worker_costs_its_candidate(void **state) {
   assert_int_equal(p.x.rc, -1);
   assert_non_null(strstr(p.x.ctx.error, "the last one"));
   run_release(&p.x);
+  /* The winner's recheck (the 13th evaluation here, after a budget of 12):
+   * a worker that fails it leaves the pool and the next one rechecks. */
+  run_pool(&p, 2, KS_STRATEGY_EVOLVE, 7, 8, 12, "standin_worker:13", NULL, 0);
+  if (p.x.rc)
+    fail_msg("search failed: %s", p.x.ctx.error);
+  assert_int_equal(p.x.r.evaluated, 12);
+  assert_non_null(p.x.r.best);
+  run_release(&p.x);
+  run_pool(&p, 1, KS_STRATEGY_EVOLVE, 7, 8, 12, "standin_worker:13", NULL, 0);
+  assert_int_equal(p.x.rc, -1);
+  run_release(&p.x);
 }
 
 int main(void) {

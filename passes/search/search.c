@@ -287,6 +287,25 @@ int ks_search_judge(search_state *st, size_t w, ks_ctx *ctx, const ks_node *node
   return 0;
 }
 
+int ks_search_judge_alone(search_state *st, const ks_node *node, unsigned recheck,
+                          ks_arena *arena, ks_eval *out) {
+  ks_search *s = st->s;
+  for (;;) {
+    size_t w = ks_search_first_live(st);
+    if (!ks_search_judge(st, w, s->ctx, node, recheck, arena, out))
+      return 0;
+    size_t live = 0;
+    for (size_t i = 0; st->retired && i < s->nevaluators; i++)
+      live += !st->retired[i];
+    if (live < 2)
+      return -1; /* the only (or last) worker: the search's failure */
+    st->retired[w] = true;
+    ks_warn(s->ctx, "%s: worker %zu (device %d) failed and left the pool: %s; %zu worker%s on",
+            s->kernel, w, s->evaluator[w].device, s->ctx->error, live - 1,
+            live - 1 == 1 ? " goes" : "s go");
+  }
+}
+
 int ks_search_commit(search_state *st, ks_node *node, const ks_eval *e) {
   ks_search *s = st->s;
   if (s->store && ks_store_eval_put(s->ctx, s->store, s->store_kernel, node->id, e))
@@ -424,7 +443,7 @@ static int choose_winner(search_state *st) {
       return 0;
     tries++;
     ks_eval e;
-    if (ks_search_judge(st, ks_search_first_live(st), s->ctx, c, tries, st->arena, &e))
+    if (ks_search_judge_alone(st, c, tries, st->arena, &e))
       return -1;
     if (s->store && ks_store_eval_put(s->ctx, s->store, s->store_kernel, c->id, &e))
       return -1;
@@ -461,7 +480,7 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
   if (s->baseline_ms > 0) {
     out->baseline_ms = s->baseline_ms;
   } else {
-    if (ks_search_judge(&st, ks_search_first_live(&st), s->ctx, NULL, 0, arena, &out->baseline))
+    if (ks_search_judge_alone(&st, NULL, 0, arena, &out->baseline))
       return -1;
     if (out->baseline.verdict != KS_VERDICT_BASELINE)
       return ks_fail(s->ctx, "%s: the original could not be timed: %s", s->kernel,

@@ -47,6 +47,10 @@ size_t ks_search_first_live(const search_state *st);
 /* Worker w's evaluator judges `node`; the evaluation says who judged it. */
 int ks_search_judge(search_state *st, size_t w, ks_ctx *ctx, const ks_node *node,
                     unsigned recheck, ks_arena *arena, ks_eval *out);
+/* The baseline or a recheck, by the first worker in the pool; with several,
+ * one that fails leaves the pool and the next one judges. */
+int ks_search_judge_alone(search_state *st, const ks_node *node, unsigned recheck,
+                          ks_arena *arena, ks_eval *out);
 /* A finished evaluation of `node` stored, noted, shown to the proposer and
  * reported: in the order of the batch, from the search's thread. */
 int ks_search_commit(search_state *st, ks_node *node, const ks_eval *e);
