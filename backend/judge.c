@@ -562,6 +562,7 @@ static void set_timing_defaults(ks_timing_options *t) {
 int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c,
                   ks_arena *a, ks_eval *e) {
   memset(e, 0, sizeof *e);
+  e->device = j->opts.device;
   double t0 = now_s();
   size_t timed = timed_index(s);
   unsigned nseeds = j->opts.seeds ? j->opts.seeds : 3;

@@ -100,6 +100,10 @@ static const char usage[] =
     "      --sample-seconds S  wall-clock cap of each timing loop during the search\n"
     "                       (default 1; the winner's recheck uses 5)\n"
     "      --device N       CUDA device (default 0)\n"
+    "      --devices D      all, or CUDA devices as 0,1,...: one worker each, the\n"
+    "                       children of a round judged on whichever is free (a\n"
+    "                       device may repeat: two workers on one GPU; default:\n"
+    "                       --device alone)\n"
     "      --timeout S      wall-clock limit per GPU request (default 60)\n"
     "      --compiler C     what compiles the original and its variants: nvcc (as\n"
     "                       the program is built), nvrtc, or auto (default: nvcc\n"
@@ -128,6 +132,9 @@ typedef struct config {
   bool resume, json, standin;
   const char *store_dir;
   ks_judge_options judge;
+  int devices[KS_MAX_WORKERS]; /* --devices; ndevices 0: --device alone */
+  size_t ndevices;
+  bool all_devices, device_given;
   double max_seconds;
   const char *profile;        /* --profile: the hot kernels become `kernels` */
   ks_strings captures;        /* --capture, or the one beside --profile */
@@ -148,7 +155,8 @@ enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECO
        OPT_RESUME, OPT_STORE, OPT_SAMPLE_SECONDS, OPT_DEVICE, OPT_TIMEOUT, OPT_STANDIN,
        OPT_JSON, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_API, OPT_LLM_KEY_FILE, OPT_LLM_JOBS,
        OPT_LLM_PLANS, OPT_LLM_CACHE, OPT_LLM_PRICES, OPT_MAX_COST, OPT_MAX_TOKENS,
-       OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE, OPT_CAPTURE, OPT_COMPILER };
+       OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE, OPT_CAPTURE, OPT_COMPILER,
+       OPT_DEVICES };
 
 static int count_option(ks_ctx *ctx, const char *name, const char *arg, long lo, long hi,
                         unsigned *out) {
@@ -192,6 +200,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       {"store", required_argument, NULL, OPT_STORE},
       {"sample-seconds", required_argument, NULL, OPT_SAMPLE_SECONDS},
       {"device", required_argument, NULL, OPT_DEVICE},
+      {"devices", required_argument, NULL, OPT_DEVICES},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"compiler", required_argument, NULL, OPT_COMPILER},
       {"stand-in-judge", no_argument, NULL, OPT_STANDIN},
@@ -387,8 +396,16 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       if (count_option(ctx, "--device", optarg, 0, 255, &d))
         return KS_EXIT_USAGE;
       c->judge.device = (int)d;
+      c->device_given = true;
       break;
     }
+    case OPT_DEVICES:
+      if (ks_parse_devices(optarg, c->devices, &c->ndevices, &c->all_devices))
+        return ks_usage_error(ctx, &ks_cmd_optimize,
+                              "--devices takes all or CUDA devices 0 to 255 as 0,1,... (at most "
+                              "%d), not '%s'",
+                              KS_MAX_WORKERS, optarg);
+      break;
     case OPT_TIMEOUT:
       if (seconds_option(ctx, "--timeout", optarg, &secs))
         return KS_EXIT_USAGE;
@@ -439,6 +456,9 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
                                                  "give one of them");
   if (!c->profile && (c->top || c->min_share > 0))
     return ks_usage_error(ctx, &ks_cmd_optimize, "--top and --min-share choose from a --profile");
+  if (c->device_given && (c->ndevices || c->all_devices))
+    return ks_usage_error(ctx, &ks_cmd_optimize, "--device and --devices both choose the devices; "
+                                                 "give one of them");
   return 0;
 }
 
@@ -661,7 +681,9 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
                       .proposer = c.proposer, .llm = &c.llm,
                       .llm_cache = (ks_llm_cache_mode)c.llm_cache, .llm_plans = c.llm_plans,
                       .standin = c.standin, .store_dir = store_dir, .store = store,
-                      .judge = c.judge, .max_seconds = c.max_seconds, .captures = &c.captures,
+                      .judge = c.judge, .devices = c.ndevices ? c.devices : NULL,
+                      .ndevices = c.ndevices, .all_devices = c.all_devices,
+                      .max_seconds = c.max_seconds, .captures = &c.captures,
                       .resume_run = resume_run, .interrupted = &interrupted,
                       .argv_json = resume_run ? NULL : argv_json(argc, argv)};
   rc = optimize_run(&job, c.json);

@@ -14,7 +14,8 @@ static const char usage[] =
     "usage: kernelsmith-cc status [options]\n"
     "\n"
     "Shows what the results store holds: every run (when, status, strategy,\n"
-    "seed, device, evaluations), and for one run each kernel's baseline time,\n"
+    "seed, device, evaluations; with several workers, how many each judged),\n"
+    "and for one run each kernel's baseline time,\n"
     "its best verified variant, the speedup and the technique chain. It only\n"
     "reads, so it can watch a run in progress.\n"
     "\n"
@@ -136,6 +137,9 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     ks_llm_usage llm = {0};
     if (ks_store_llm_usage(ctx, store, r->id, 0, &llm))
       goto fail;
+    ks_eval_worker_counts workers;
+    if (ks_store_eval_workers(ctx, store, r->id, &a, &workers))
+      goto fail;
     if (json) {
       cJSON *j = cJSON_CreateObject();
       cJSON_AddNumberToObject(j, "run", (double)r->id);
@@ -151,6 +155,16 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       if (r->device)
         cJSON_AddStringToObject(j, "device", r->device);
       cJSON_AddNumberToObject(j, "evaluations", (double)evals);
+      if (workers.len) {
+        cJSON *w = cJSON_AddArrayToObject(j, "workers");
+        for (size_t k = 0; k < workers.len; k++) {
+          cJSON *o = cJSON_CreateObject();
+          cJSON_AddNumberToObject(o, "worker", workers.items[k].worker);
+          cJSON_AddNumberToObject(o, "device", workers.items[k].device);
+          cJSON_AddNumberToObject(o, "evaluations", (double)workers.items[k].evaluations);
+          cJSON_AddItemToArray(w, o);
+        }
+      }
       if (llm.calls) {
         cJSON *l = cJSON_AddObjectToObject(j, "llm");
         cJSON_AddNumberToObject(l, "calls", (double)llm.calls);
@@ -167,6 +181,14 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       if (llm.calls)
         printf("      model: %lld calls, %lld+%lld tokens, $%.4f, %.0f s\n", llm.calls,
                llm.prompt_tokens, llm.response_tokens, llm.cost, llm.seconds);
+      /* Who judged: shown when several workers did (--devices). */
+      if (workers.len > 1) {
+        printf("      judged by");
+        for (size_t k = 0; k < workers.len; k++)
+          printf("%s worker %d (device %d): %lld", k ? "," : "", workers.items[k].worker,
+                 workers.items[k].device, workers.items[k].evaluations);
+        printf("\n");
+      }
     }
   }
 

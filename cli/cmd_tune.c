@@ -61,6 +61,8 @@ static const char usage[] =
     "      --json FILE      also write the whole result as JSON to FILE ('-':\n"
     "                       stdout, instead of the table)\n"
     "      --device N       CUDA device (default 0)\n"
+    "      --devices D      all, or CUDA devices as 0,1,...: one worker each (as\n"
+    "                       for optimize)\n"
     "      --stand-in-judge judge with a deterministic stand-in instead of the GPU\n"
     "                       (for tests; its numbers are not measurements)\n"
     KS_SOURCE_HELP
@@ -93,13 +95,16 @@ typedef struct config {
   long long capture_limit, capture_window;
   const char *store_dir, *json;
   int device;
+  int devices[KS_MAX_WORKERS]; /* --devices; ndevices 0: --device alone */
+  size_t ndevices;
+  bool all_devices, device_given;
   char **cmd;
   int ncmd;
 } config;
 
 enum { OPT_TOP = 300, OPT_MIN_SHARE, OPT_MAX_SECONDS, OPT_ROUNDS, OPT_PROPOSER, OPT_SEED,
        OPT_CAPTURE_LIMIT, OPT_CAPTURE_WINDOW, OPT_RESUME, OPT_STORE, OPT_JSON, OPT_DEVICE,
-       OPT_STANDIN };
+       OPT_STANDIN, OPT_DEVICES };
 
 /* Parses argv into `c`: 0, KS_EXIT_USAGE, or -2 for --help. */
 static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
@@ -116,6 +121,7 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
                                        {"store", required_argument, NULL, OPT_STORE},
                                        {"json", required_argument, NULL, OPT_JSON},
                                        {"device", required_argument, NULL, OPT_DEVICE},
+                                       {"devices", required_argument, NULL, OPT_DEVICES},
                                        {"stand-in-judge", no_argument, NULL, OPT_STANDIN},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
@@ -212,8 +218,16 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
         return ks_usage_error(ctx, &ks_cmd_tune, "--device takes a number from 0 to 255, not '%s'",
                               optarg);
       c->device = (int)n;
+      c->device_given = true;
       break;
     }
+    case OPT_DEVICES:
+      if (ks_parse_devices(optarg, c->devices, &c->ndevices, &c->all_devices))
+        return ks_usage_error(ctx, &ks_cmd_tune,
+                              "--devices takes all or CUDA devices 0 to 255 as 0,1,... (at most "
+                              "%d), not '%s'",
+                              KS_MAX_WORKERS, optarg);
+      break;
     case OPT_STANDIN:
       c->standin = true;
       break;
@@ -233,6 +247,9 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
   c->ncmd = dashes ? argc - dashes - 1 : 0;
   if (!c->resume && c->ncmd <= 0)
     return ks_usage_error(ctx, &ks_cmd_tune, "no program to tune: give it after '--'");
+  if (c->device_given && (c->ndevices || c->all_devices))
+    return ks_usage_error(ctx, &ks_cmd_tune, "--device and --devices both choose the devices; "
+                                             "give one of them");
   return 0;
 }
 
@@ -586,6 +603,8 @@ static int run_tune(ks_ctx *ctx, int argc, char **argv) {
       .job = {.ctx = ctx, .scan = &c.src.scan, .search = c.search,
               .tuning = c.proposer == KS_PROPOSER_TUNING, .standin = c.standin,
               .proposer = c.proposer, .store_dir = store_dir, .judge = jo,
+              .devices = c.ndevices ? c.devices : NULL, .ndevices = c.ndevices,
+              .all_devices = c.all_devices,
               .max_seconds = c.max_seconds, .interrupted = &interrupted, .argv_json = stored,
               .hooks = {.arg = &u, .search_begin = on_begin, .search_progress = on_progress,
                         .search_end = on_end, .kernel_done = on_done, .say = on_say}},

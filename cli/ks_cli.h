@@ -51,6 +51,11 @@ int ks_print_help(const ks_command *cmd);
 
 /* Parses a non-negative integer option value; -1 on a bad one. */
 long ks_parse_count(const char *text);
+/* --devices: "all", or CUDA ordinals (0 to 255) separated by commas, one
+ * worker each (an ordinal may repeat: two workers on one GPU). Fills
+ * out[0..*n) (at most KS_MAX_WORKERS) or sets *all; -1 on bad text. */
+enum { KS_MAX_WORKERS = 64 };
+int ks_parse_devices(const char *text, int *out, size_t *n, bool *all);
 /* A byte count: digits, optionally followed by K, M or G (powers of 1024,
  * "KiB"/"MiB"/"GiB" too); -1 when not one. */
 long long ks_parse_bytes(const char *text);

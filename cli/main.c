@@ -81,6 +81,25 @@ long ks_parse_count(const char *text) {
   return v;
 }
 
+int ks_parse_devices(const char *text, int *out, size_t *n, bool *all) {
+  *n = 0;
+  *all = !strcmp(text, "all");
+  if (*all)
+    return 0;
+  const char *p = text;
+  for (;;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || *p == '-' || *p == '+' || v > 255 || *n == KS_MAX_WORKERS ||
+        (*end && *end != ','))
+      return -1;
+    out[(*n)++] = (int)v;
+    if (!*end)
+      return 0;
+    p = end + 1;
+  }
+}
+
 long long ks_parse_bytes(const char *text) {
   char *end;
   errno = 0;

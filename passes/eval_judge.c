@@ -1,4 +1,5 @@
 /* eval_judge: the GPU judge behind the search's evaluator table. */
+#include <pthread.h>
 #include <string.h>
 
 #include "ks_search.h"
@@ -49,9 +50,23 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
     have_digest = !ks_judge_digest(&scratch, je->judge, &je->target->subject, &c, arena, digest);
     ks_ctx_release(&scratch);
   }
-  for (size_t i = 0; have_digest && i < je->judged.len; i++) {
-    const ks_judged_code *j = &je->judged.items[i];
-    if (strcmp(j->digest, digest))
+  /* With several devices the table is the pool's, shared behind a lock,
+   * and a candidate whose machine code another worker is judging right now
+   * waits for that verdict instead of running it a second time: the same
+   * measurements serve both, as with one worker. */
+  ks_judge_evaluator *tab = je->shared ? je->shared : je;
+  size_t mine = 0;
+  bool registered = false;
+  if (je->shared)
+    pthread_mutex_lock(&tab->lock);
+  for (size_t i = 0; have_digest && i < tab->judged.len; i++) {
+    const ks_judged_code *j = &tab->judged.items[i];
+    if (strcmp(j->digest, digest) || j->failed)
+      continue;
+    while (tab->judged.items[i].pending)
+      pthread_cond_wait(&tab->judged_done, &tab->lock);
+    j = &tab->judged.items[i]; /* the table may have grown meanwhile */
+    if (j->failed)
       continue;
     memset(out, 0, sizeof *out);
     out->verdict = j->verdict;
@@ -65,9 +80,21 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
     out->reason = ks_arena_printf(arena, "the same machine code and launch as variant %lld "
                                          "(%s, %.3fx): not run again",
                                   j->node, ks_verdict_name(j->verdict), j->speedup);
+    out->device = je->judge->opts.device;
     je->reused++;
+    if (je->shared)
+      pthread_mutex_unlock(&tab->lock);
     return 0;
   }
+  if (je->shared && have_digest) {
+    ks_judged_code jc = {.pending = true, .node = node->id};
+    memcpy(jc.digest, digest, sizeof jc.digest);
+    mine = tab->judged.len;
+    *ks_array_push(&tab->arena, &tab->judged) = jc;
+    registered = true;
+  }
+  if (je->shared)
+    pthread_mutex_unlock(&tab->lock);
   /* A recheck (of the search's winner) draws fresh inputs (another base
    * seed) and runs the full protocol: a longer timing loop than the
    * search's quick one. */
@@ -84,14 +111,23 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
   je->judge->opts.seed = seed;
   je->judge->opts.timing.max_seconds = cap;
   je->judge->opts.screen = screen;
-  if (!rc && have_digest) {
+  if ((!rc && have_digest) || registered) {
     ks_judged_code jc = {.verdict = out->verdict, .speedup = out->speedup,
                          .speedup_low = out->speedup_low, .speedup_high = out->speedup_high,
                          .base_ms = out->base_median_ms, .cand_ms = out->cand_median_ms,
                          .bw_fraction = out->cand_bw_fraction, .registers = out->cand_registers,
-                         .node = node->id};
+                         .node = node->id, .failed = rc != 0};
     memcpy(jc.digest, digest, sizeof jc.digest);
-    *ks_array_push(&je->arena, &je->judged) = jc;
+    if (je->shared)
+      pthread_mutex_lock(&tab->lock);
+    if (registered)
+      tab->judged.items[mine] = jc; /* no longer pending: wake who waits */
+    else
+      *ks_array_push(&tab->arena, &tab->judged) = jc;
+    if (je->shared) {
+      pthread_cond_broadcast(&tab->judged_done);
+      pthread_mutex_unlock(&tab->lock);
+    }
   }
   return rc;
 }
@@ -99,9 +135,14 @@ static int judge_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned rec
 void ks_judge_evaluator_release(ks_judge_evaluator *self) {
   ks_arena_release(&self->arena);
   memset(&self->judged, 0, sizeof self->judged);
+  pthread_cond_destroy(&self->judged_done);
+  pthread_mutex_destroy(&self->lock);
 }
 
 ks_evaluator ks_judge_evaluator_make(ks_judge_evaluator *self) {
-  return (ks_evaluator){.self = self, .measured = true, .precompile = judge_precompile,
-                        .eval = judge_eval};
+  pthread_mutex_init(&self->lock, NULL);
+  pthread_cond_init(&self->judged_done, NULL);
+  return (ks_evaluator){.self = self, .measured = true,
+                        .device = self->judge ? self->judge->opts.device : 0,
+                        .precompile = judge_precompile, .eval = judge_eval};
 }

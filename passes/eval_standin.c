@@ -14,7 +14,11 @@
  * base_nondeterministic), and about half the variants (by a hash of the
  * text) come out WRONG, their output differing as the original's own runs
  * do (the seed, the original renamed, is not among them, so the search
- * goes on). */
+ * goes on).
+ *
+ * Several stand-ins (ks_standin_evaluator_make, one per worker of
+ * --devices) give the same numbers: only the device and worker recorded
+ * differ. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +107,15 @@ static void racing_original(ks_arena *arena, const char *src, bool differs, ks_e
 
 static int standin_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned recheck,
                         ks_arena *arena, ks_eval *out) {
-  (void)self;
-  (void)ctx;
+  const ks_standin *me = self;
   memset(out, 0, sizeof *out);
+  out->device = me ? me->device : 0;
+  out->worker = me ? (int)me->worker : 0;
+  /* A worker killed mid-run, as a judge whose worker process cannot be
+   * started again (the search costs it this candidate). */
+  if (node && ks_fault(ctx, "standin_worker"))
+    return ks_fail(ctx, "stand-in worker %u (device %d) died (injected fault standin_worker)",
+                   me ? me->worker : 0, out->device);
   out->timed = true;
   out->base_median_ms = 1.0;
   if (!node) {
@@ -169,4 +179,9 @@ static int standin_eval(void *self, ks_ctx *ctx, const ks_node *node, unsigned r
 ks_evaluator ks_standin_evaluator(void) {
   return (ks_evaluator){.self = NULL, .measured = false, .precompile = NULL,
                         .eval = standin_eval};
+}
+
+ks_evaluator ks_standin_evaluator_make(ks_standin *self) {
+  return (ks_evaluator){.self = self, .measured = false, .device = self->device,
+                        .precompile = NULL, .eval = standin_eval};
 }

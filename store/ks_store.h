@@ -55,7 +55,7 @@ void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);
 
 /* The schema version this code writes (PRAGMA user_version; docs/store.md). */
-enum { KS_STORE_SCHEMA_VERSION = 4 };
+enum { KS_STORE_SCHEMA_VERSION = 5 };
 
 /* Checks the whole file: SQLite's integrity check, every foreign key, and
  * every evaluation's JSON parsing. *problem is NULL when all is well, else
@@ -188,7 +188,8 @@ int ks_store_variants(ks_ctx *ctx, ks_store *s, long long kernel, ks_arena *a,
 /* ---- evaluations ---- */
 /* Records the judge's verdict for a variant (variant 0: the baseline of
  * `kernel`), every field of ks_eval: the main ones as columns, the whole
- * (with per-size reports) as JSON. The compile log is not stored (it can
+ * (with per-size reports) as JSON, the device and worker that judged it
+ * in eval_devices. The compile log is not stored (it can
  * quote the user's source; it goes to the terminal only). */
 int ks_store_eval_put(ks_ctx *ctx, ks_store *s, long long kernel, long long variant,
                       const ks_eval *e);
@@ -205,6 +206,17 @@ int ks_store_eval_get(ks_ctx *ctx, ks_store *s, long long kernel, long long vari
 /* Counts for status and budgets: the evaluations of variants in a run
  * (baselines are not counted). */
 int ks_store_eval_count(ks_ctx *ctx, ks_store *s, long long run, long long *out);
+/* Who judged a run's evaluations of variants (schema 5; ks_eval.device and
+ * .worker, recorded by ks_store_eval_put): one row per worker, in worker
+ * order. Empty for a store before schema 5 and for evaluations written by
+ * an older kernelsmith-cc. */
+typedef struct ks_eval_worker_count {
+  int worker, device;
+  long long evaluations;
+} ks_eval_worker_count;
+typedef KS_ARRAY(ks_eval_worker_count) ks_eval_worker_counts;
+int ks_store_eval_workers(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a,
+                          ks_eval_worker_counts *out);
 
 /* ---- optimization memory (used by the LLM proposer) ---- */
 /* Notes of a kind ("lesson", "summary", ...) about a kernel; kernel 0: about

@@ -170,9 +170,18 @@ static const char schema_v4[] = "ALTER TABLE kernels ADD COLUMN insight TEXT;"
                                 "  updated TEXT NOT NULL,"
                                 "  PRIMARY KEY (run, name));";
 
+/* Version 5: which device and worker judged each evaluation (--devices
+ * runs several workers; docs/store.md). A table beside evaluations rather
+ * than columns: an evaluation written by an older kernelsmith-cc simply has
+ * no row, and the statement can be run again on a store that has it. */
+static const char schema_v5[] = "CREATE TABLE IF NOT EXISTS eval_devices ("
+                                "  evaluation INTEGER PRIMARY KEY REFERENCES evaluations(id),"
+                                "  device INTEGER NOT NULL," /* the CUDA ordinal */
+                                "  worker INTEGER NOT NULL);"; /* its place in --devices */
+
 /* migrations[v] takes a store from version v to v + 1. */
 static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3,
-                                                                schema_v4};
+                                                                schema_v4, schema_v5};
 
 /* ---- helpers ------------------------------------------------------------- */
 

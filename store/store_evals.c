@@ -4,6 +4,7 @@
 #include "store_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "ks_eval_json.h"
 
@@ -94,6 +95,19 @@ int ks_store_eval_put(ks_ctx *ctx, ks_store *s, long long kernel, long long vari
     rc = store_step_done(ctx, s, st, "cannot record an evaluation");
   }
   sqlite3_finalize(st);
+  st = NULL;
+  /* Who judged it, in the same transaction. */
+  if (!rc)
+    rc = store_prepare(ctx, s,
+                       "INSERT INTO eval_devices (evaluation, device, worker) "
+                       "VALUES (last_insert_rowid(), ?, ?)",
+                       &st);
+  if (!rc) {
+    sqlite3_bind_int(st, 1, e->device);
+    sqlite3_bind_int(st, 2, e->worker);
+    rc = store_step_done(ctx, s, st, "cannot record who judged an evaluation");
+  }
+  sqlite3_finalize(st);
   rc = store_end(ctx, s, rc);
   free(json);
   return rc;
@@ -154,6 +168,30 @@ int ks_store_eval_count(ks_ctx *ctx, ks_store *s, long long run, long long *out)
   int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : store_fail(ctx, s, "cannot count evaluations");
   if (!rc)
     *out = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int ks_store_eval_workers(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a,
+                          ks_eval_worker_counts *out) {
+  memset(out, 0, sizeof *out);
+  if (s->version < 5)
+    return 0;
+  sqlite3_stmt *st;
+  if (store_prepare(ctx, s,
+                    "SELECT d.worker, d.device, count(*) FROM evaluations e "
+                    "JOIN kernels k ON k.id = e.kernel JOIN eval_devices d ON d.evaluation = e.id "
+                    "WHERE k.run = ? AND e.variant IS NOT NULL "
+                    "GROUP BY d.worker, d.device ORDER BY d.worker, d.device",
+                    &st))
+    return -1;
+  sqlite3_bind_int64(st, 1, run);
+  int step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW)
+    *ks_array_push(a, out) = (ks_eval_worker_count){.worker = sqlite3_column_int(st, 0),
+                                                    .device = sqlite3_column_int(st, 1),
+                                                    .evaluations = sqlite3_column_int64(st, 2)};
+  int rc = step == SQLITE_DONE ? 0 : store_fail(ctx, s, "cannot count who judged evaluations");
   sqlite3_finalize(st);
   return rc;
 }

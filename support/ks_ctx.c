@@ -18,6 +18,16 @@ void ks_ctx_init(ks_ctx *ctx, const char *prog) {
     ks_warn(ctx, "ignoring KERNELSMITH_FAULTS: %s", ctx->error);
 }
 
+void ks_ctx_init_thread(ks_ctx *ctx, ks_ctx *parent) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->prog = parent->prog;
+  ctx->verbosity = parent->verbosity;
+  ctx->color = parent->color;
+  ctx->diag = parent->diag;
+  ctx->parent = parent;
+  pthread_mutex_init(&ctx->lock, NULL);
+}
+
 void ks_ctx_release(ks_ctx *ctx) { pthread_mutex_destroy(&ctx->lock); }
 
 /* A message longer than the error buffer keeps its start and its end, the
@@ -87,6 +97,8 @@ bool ks_color_wanted(FILE *stream) {
 }
 
 void ks_log(ks_ctx *ctx, ks_log_level level, const char *fmt, ...) {
+  while (ctx->parent)
+    ctx = ctx->parent;
   if (level > ctx->verbosity)
     return;
   static const char *const names[] = {"error", "warning", "note", "debug"};
@@ -138,6 +150,8 @@ int ks_ctx_set_faults(ks_ctx *ctx, const char *spec) {
 }
 
 bool ks_fault(ks_ctx *ctx, const char *site) {
+  while (ctx->parent)
+    ctx = ctx->parent;
   if (!ctx->nfaults)
     return false;
   bool hit = false;
@@ -147,7 +161,7 @@ bool ks_fault(ks_ctx *ctx, const char *site) {
     if (strcmp(f->name, site))
       continue;
     f->calls++;
-    hit = f->nth == 0 || f->calls == f->nth;
+    hit |= f->nth == 0 || f->calls == f->nth; /* a site may be listed twice */
   }
   pthread_mutex_unlock(&ctx->lock);
   return hit;

@@ -7,10 +7,13 @@
  * to print and which exit code to use.
  *
  * Logging is thread-safe (parser threads share one context); ks_fail is not:
- * threads record their failures in their own results instead.
+ * threads record their failures in their own results instead, or in a
+ * context of their own made by ks_ctx_init_thread, whose messages and fault
+ * injection are its parent's.
  *
  * Fault injection, for testing error paths: KERNELSMITH_FAULTS="site:N,..."
- * makes the Nth call of ks_fault(ctx, "site") return true (N=0: every call). */
+ * makes the Nth call of ks_fault(ctx, "site") return true (N=0: every call;
+ * a site listed twice fails at both counts). */
 #ifndef KS_CTX_H
 #define KS_CTX_H
 
@@ -42,10 +45,17 @@ typedef struct ks_ctx {
   char error[2048];         /* message recorded by the last ks_fail */
   ks_fault_site faults[KS_MAX_FAULTS]; /* parsed from KERNELSMITH_FAULTS */
   unsigned nfaults;
+  struct ks_ctx *parent;    /* a thread's context (ks_ctx_init_thread): its
+                               failures are its own; messages and faults go
+                               to the parent; NULL otherwise */
 } ks_ctx;
 
 void ks_ctx_init(ks_ctx *ctx, const char *prog);
 void ks_ctx_release(ks_ctx *ctx);
+/* A context for one thread of `parent`'s work: ks_fail writes its own
+ * error, while logging and ks_fault go through `parent` (one verbosity, one
+ * stream, one count per fault site). Released with ks_ctx_release. */
+void ks_ctx_init_thread(ks_ctx *ctx, ks_ctx *parent);
 
 /* Records a failure message (printf-style) and returns -1. */
 int ks_fail(ks_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

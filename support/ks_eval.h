@@ -150,6 +150,10 @@ typedef struct ks_eval {
   double base_bw_fraction, cand_bw_fraction; /* of the measured ceiling */
   double flops, base_flop_rate, cand_flop_rate, cand_flop_fraction;
   double wall_seconds;         /* the whole evaluation */
+  /* who judged it: the CUDA device (the stand-in's: the one it stands in
+   * for) and the worker, the place in --devices (0 with one device); the
+   * store keeps both as columns (not in the JSON) */
+  int device, worker;
 } ks_eval;
 
 #endif

@@ -458,6 +458,18 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
       *f = fn;
       return CUDA_SUCCESS;
     }
+  /* The search's variants of the GELU fixture (`gelu_forward_kernel_ks_variant`
+   * and the like, same parameters) run as the original does: enough for
+   * optimize to judge on this stand-in (devices_fake_gpu). */
+  size_t len = strlen(name);
+  if (strstr(name, "gelu_forward_kernel") && len > 6 && !strcmp(name + len - 6, "PfPKfi")) {
+    struct CUfunc_st *fn = &functions[nfunctions++ % 256];
+    fn->name = "_Z19gelu_forward_kernelPfPKfi";
+    fn->run = gelu;
+    fn->module = m;
+    *f = fn;
+    return CUDA_SUCCESS;
+  }
   return CUDA_ERROR_NOT_FOUND;
 }
 CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {

@@ -3,7 +3,9 @@
  * measurements) and a scripted proposer, so every run is reproducible.
  * Checked: the winner, that an incorrect variant never wins, determinism
  * under a seed, deduplication, each budget, and resume from the store
- * after an interruption without judging anything twice. */
+ * after an interruption without judging anything twice; several workers
+ * (--devices) making the same search as one, the store naming who judged,
+ * and a worker dying mid-run. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -368,6 +370,170 @@ static void mixed_proposers_share_rounds(void **state) {
   run_release(&x);
 }
 
+/* Several workers (--devices): stand-ins as the workers, each judged
+ * evaluation placed in the order of the children whatever finished first. */
+typedef struct pool_run {
+  run x;
+  ks_standin standins[4];
+  ks_evaluator evs[4];
+} pool_run;
+
+static void run_pool(pool_run *p, size_t workers, ks_strategy strategy, unsigned long long seed,
+                     unsigned rounds, unsigned max_evals, const char *faults, ks_store *store,
+                     long long kernel) {
+  memset(p, 0, sizeof *p);
+  run *x = &p->x;
+  ks_ctx_init(&x->ctx, "test_search");
+  if (faults)
+    assert_int_equal(ks_ctx_set_faults(&x->ctx, faults), 0);
+  for (size_t i = 0; i < workers; i++) {
+    p->standins[i] = (ks_standin){.device = (int)i, .worker = (unsigned)i};
+    p->evs[i] = ks_standin_evaluator_make(&p->standins[i]);
+  }
+  x->s = (ks_search){.ctx = &x->ctx, .kernel = "k", .proposer = &scripted, .evaluator = p->evs,
+                     .nevaluators = workers, .store = store, .store_kernel = kernel,
+                     .seed = &seed_variant};
+  ks_search_options_defaults(&x->s.opts);
+  x->s.opts.strategy = strategy;
+  x->s.opts.seed = seed;
+  x->s.opts.rounds = rounds;
+  x->s.opts.max_evals = max_evals;
+  x->rc = ks_search_run(&x->s, &x->arena, &x->r);
+}
+
+static void assert_same_search(const run *a, const run *b) {
+  assert_int_equal(a->r.nodes.len, b->r.nodes.len);
+  assert_int_equal(a->r.evaluated, b->r.evaluated);
+  for (size_t i = 0; i < a->r.nodes.len; i++) {
+    const ks_node *x = a->r.nodes.items[i], *y = b->r.nodes.items[i];
+    assert_string_equal(x->hash, y->hash);
+    assert_int_equal(x->evaluated, y->evaluated);
+    assert_int_equal(x->verdict, y->verdict);
+    assert_true(x->speedup == y->speedup);
+  }
+  assert_int_equal(a->r.best != NULL, b->r.best != NULL);
+  if (a->r.best)
+    assert_string_equal(a->r.best->hash, b->r.best->hash);
+}
+
+static void several_workers_same_search(void **state) {
+  (void)state;
+  /* Some children take longer, so later ones finish first. */
+  setenv("KS_STANDIN_SLOW", "t_vectorize:15", 1);
+  for (int strategy = 0; strategy < 2; strategy++)
+    for (unsigned max_evals = 0; max_evals <= 17; max_evals += 17) {
+      run one;
+      run_search(&one, (ks_strategy)strategy, 11, 6, max_evals, NULL, 0);
+      for (size_t workers = 2; workers <= 3; workers++) {
+        pool_run p;
+        run_pool(&p, workers, (ks_strategy)strategy, 11, 6, max_evals, NULL, NULL, 0);
+        if (p.x.rc)
+          fail_msg("search failed: %s", p.x.ctx.error);
+        assert_sound(&p.x);
+        assert_same_search(&one, &p.x);
+        assert_int_equal(p.x.r.budget_hit, one.r.budget_hit);
+        run_release(&p.x);
+      }
+      run_release(&one);
+    }
+  unsetenv("KS_STANDIN_SLOW");
+}
+
+/* The store says who judged each evaluation, and the work was shared. */
+static void workers_are_recorded(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ks-search-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  ks_ctx ctx;
+  ks_ctx_init(&ctx, "test_search");
+  ks_store *store;
+  if (ks_store_open(&ctx, dir, &store))
+    fail_msg("%s", ctx.error);
+  long long runid, kid;
+  ks_run_row rr = {.status = "running", .command = "optimize", .strategy = "evolve",
+                   .proposer = "rules", .seed = 5, .options = "{}"};
+  assert_int_equal(ks_store_run_begin(&ctx, store, &rr, &runid), 0);
+  ks_kernel_row kr = {.run = runid, .name = "k", .file = "k.cu", .line = 1, .source_hash = "0",
+                      .slice = "", .spec = "", .status = "searching"};
+  assert_int_equal(ks_store_kernel_put(&ctx, store, &kr, &kid), 0);
+  setenv("KS_STANDIN_SLOW", "t_:2", 1); /* every child: the workers take turns */
+  pool_run p;
+  run_pool(&p, 3, KS_STRATEGY_EVOLVE, 5, 5, 0, NULL, store, kid);
+  unsetenv("KS_STANDIN_SLOW");
+  if (p.x.rc)
+    fail_msg("search failed: %s", p.x.ctx.error);
+  ks_arena a = KS_ARENA_INIT;
+  ks_eval_worker_counts w;
+  assert_int_equal(ks_store_eval_workers(&ctx, store, runid, &a, &w), 0);
+  assert_true(w.len >= 2);
+  long long total = 0, evals = 0;
+  for (size_t i = 0; i < w.len; i++) {
+    assert_int_equal(w.items[i].device, w.items[i].worker); /* devices 0, 1, 2 */
+    total += w.items[i].evaluations;
+  }
+  assert_int_equal(ks_store_eval_count(&ctx, store, runid, &evals), 0);
+  assert_int_equal(total, evals);
+  ks_arena_release(&a);
+  run_release(&p.x);
+  ks_store_close(store);
+  ks_ctx_release(&ctx);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* A worker that dies costs its candidate; the others go on. With one
+ * worker its death is the search's, as it always was; the last of several
+ * too. */
+static void a_dead_worker_costs_its_candidate(void **state) {
+  (void)state;
+  pool_run p;
+  run_pool(&p, 3, KS_STRATEGY_EVOLVE, 7, 8, 0, "standin_worker:6", NULL, 0);
+  if (p.x.rc)
+    fail_msg("search failed: %s", p.x.ctx.error);
+  unsigned crashed = 0;
+  size_t lost = 0;
+  for (size_t i = 0; i < p.x.r.nodes.len; i++) {
+    const ks_node *n = p.x.r.nodes.items[i];
+    if (n->evaluated && n->verdict == KS_VERDICT_CRASH) {
+      crashed++;
+      lost = i;
+      assert_non_null(strstr(n->reason, "left the pool"));
+      assert_non_null(strstr(n->reason, "injected fault standin_worker"));
+    }
+  }
+  assert_int_equal(crashed, 1);
+  /* The others went on: children after the lost one were judged. */
+  size_t after = 0;
+  for (size_t i = lost + 1; i < p.x.r.nodes.len; i++)
+    after += p.x.r.nodes.items[i]->evaluated;
+  assert_true(after > 5);
+  assert_non_null(p.x.r.best);
+  assert_sound(&p.x);
+  run_release(&p.x);
+
+  run_pool(&p, 1, KS_STRATEGY_EVOLVE, 7, 8, 0, "standin_worker:6", NULL, 0);
+  assert_int_equal(p.x.rc, -1);
+  assert_non_null(strstr(p.x.ctx.error, "died"));
+  run_release(&p.x);
+
+  run_pool(&p, 2, KS_STRATEGY_EVOLVE, 7, 8, 0, "standin_worker:4,standin_worker:7", NULL, 0);
+  assert_int_equal(p.x.rc, -1);
+  assert_non_null(strstr(p.x.ctx.error, "the last one"));
+  run_release(&p.x);
+  /* The winner's recheck (the 13th evaluation here, after a budget of 12):
+   * a worker that fails it leaves the pool and the next one rechecks. */
+  run_pool(&p, 2, KS_STRATEGY_EVOLVE, 7, 8, 12, "standin_worker:13", NULL, 0);
+  if (p.x.rc)
+    fail_msg("search failed: %s", p.x.ctx.error);
+  assert_int_equal(p.x.r.evaluated, 12);
+  assert_non_null(p.x.r.best);
+  run_release(&p.x);
+  run_pool(&p, 1, KS_STRATEGY_EVOLVE, 7, 8, 12, "standin_worker:13", NULL, 0);
+  assert_int_equal(p.x.rc, -1);
+  run_release(&p.x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(mixed_proposers_share_rounds),
@@ -378,6 +544,9 @@ int main(void) {
       cmocka_unit_test(duplicates_are_not_judged_twice),
       cmocka_unit_test(budgets_stop_the_search),
       cmocka_unit_test(resume_continues_from_the_store),
+      cmocka_unit_test(several_workers_same_search),
+      cmocka_unit_test(workers_are_recorded),
+      cmocka_unit_test(a_dead_worker_costs_its_candidate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -859,6 +859,59 @@ static void readonly_reads_a_version_2_store(void **state) {
   ks_arena_release(&a);
 }
 
+/* Schema 5: who judged each evaluation. A store of schema 4 (no
+ * eval_devices) is read as it is, with nobody named, and a writer upgrades
+ * it; evaluations written then name their device and worker. */
+static void version_4_store_gets_eval_devices(void **state) {
+  ks_store *s = open_store();
+  long long run = new_run(s), k = new_kernel(s, run, "k");
+  bool existed = false;
+  long long v1 = new_variant(s, k, "h1", &existed), v2 = new_variant(s, k, "h2", &existed);
+  ks_eval old = {.verdict = KS_VERDICT_SAME, .reason = "before schema 5"};
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v1, &old), 0);
+  ks_store_close(s);
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernelsmith.db", store_dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "DROP TABLE eval_devices; PRAGMA user_version = 4;", NULL,
+                                NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+
+  ks_arena a = KS_ARENA_INIT;
+  ks_store *r = NULL;
+  assert_int_equal(ks_store_open_readonly(&ctx, store_dir, &r), 0);
+  ks_eval_worker_counts w;
+  assert_int_equal(ks_store_eval_workers(&ctx, r, run, &a, &w), 0);
+  assert_int_equal(w.len, 0);
+  ks_store_close(r);
+
+  s = open_store();
+  assert_int_equal(ks_store_eval_workers(&ctx, s, run, &a, &w), 0);
+  assert_int_equal(w.len, 0); /* the old evaluation names nobody */
+  ks_eval e = {.verdict = KS_VERDICT_FAST, .speedup = 1.5, .device = 3, .worker = 1};
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v2, &e), 0);
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v2, &e), 0);
+  e.device = 0;
+  e.worker = 0;
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v1, &e), 0);
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, 0, &e), 0); /* a baseline: not counted */
+  assert_int_equal(ks_store_eval_workers(&ctx, s, run, &a, &w), 0);
+  assert_int_equal(w.len, 2);
+  assert_int_equal(w.items[0].worker, 0);
+  assert_int_equal(w.items[0].device, 0);
+  assert_int_equal(w.items[0].evaluations, 1);
+  assert_int_equal(w.items[1].worker, 1);
+  assert_int_equal(w.items[1].device, 3);
+  assert_int_equal(w.items[1].evaluations, 2);
+  const char *problem = "unset";
+  assert_int_equal(ks_store_check(&ctx, s, &a, &problem), 0);
+  assert_null(problem);
+  ks_store_close(s);
+  ks_arena_release(&a);
+}
+
 /* ---- a store the user may not write ------------------------------------- */
 
 /* What a reader that may not write the store's directory reads: the
@@ -1367,6 +1420,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(version_1_store_is_upgraded, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_reads_and_refuses_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_reads_a_version_2_store, setup, teardown),
+      cmocka_unit_test_setup_teardown(version_4_store_gets_eval_devices, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_store_the_user_cannot_write, setup, teardown),
       cmocka_unit_test_setup_teardown(damaged_store_is_refused_by_a_writer, setup, teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),

@@ -133,6 +133,12 @@ typedef struct ks_pipeline_job {
   ks_store *store;             /* open (resume, tune), or NULL: opened here;
                                   closed by ks_pipeline_release */
   ks_judge_options judge;
+  const int *devices;          /* --devices: one worker (judge, process) per
+                                  entry, in this order; an ordinal may repeat
+                                  (two workers on one GPU); NULL: judge.device
+                                  alone, as without the option */
+  size_t ndevices;
+  bool all_devices;            /* --devices all: every device the driver lists */
   double max_seconds;
   long long resume_run;        /* 0: a new run; else the run row to go on
                                   with (tune makes its own row first) */
@@ -159,8 +165,15 @@ typedef struct ks_pipeline {
   ks_capture *caps;
   size_t ncaps, opened_caps;
   KS_ARRAY(ks_pipeline_kernel) kernels;
-  ks_judge judge;
+  ks_judge judge;              /* the first worker's */
   bool judge_open;
+  ks_judge *more_judges;       /* the other workers' (--devices), each open */
+  size_t nmore_judges;
+  int *workers;                /* after prepare: each worker's device, the
+                                  first one's first */
+  size_t nworkers;
+  bool *retired;               /* the workers that left the pool, for the
+                                  rest of the run (ks_search.retired) */
   ks_pipeline_llm *llm;
   int lock_fd;
   long long run;               /* the store's run row, once begun */

@@ -213,6 +213,8 @@ void ks_pipeline_release(ks_pipeline *p) {
     ks_target_close(&p->kernels.items[i].target);
   if (p->judge_open)
     ks_judge_close(&p->judge);
+  for (size_t i = 0; i < p->nmore_judges; i++)
+    ks_judge_close(&p->more_judges[i]);
   pipeline_llm_release(p);
   if (p->job->store && !p->job->store_borrowed) {
     ks_store_close(p->job->store);
@@ -335,17 +337,22 @@ int ks_pipeline_prepare(ks_pipeline *p) {
   ks_pipeline_job *job = p->job;
   ks_ctx *ctx = job->ctx;
   ks_arena *arena = &p->arena;
-  if (!job->standin) {
+  if (pipeline_workers(p))
+    return -1;
+  if (!job->standin && !p->no_gpu) {
     job->judge.cache_dir = ks_arena_printf(arena, "%s/cache", job->store_dir);
     job->judge.screen = true;
     /* Warm timing (data that fit in L2, no flush) for the winner's
      * recheck only, which runs unscreened: the search's pace is kept. */
     if (!job->judge.warm)
       job->judge.warm = KS_WARM_UNSCREENED;
+    job->judge.device = p->workers[0];
     if (ks_judge_open(ctx, &p->judge, &job->judge))
       p->no_gpu = ks_arena_strdup(arena, ctx->error);
     else
       p->judge_open = true;
+    if (p->judge_open && pipeline_open_more_judges(p))
+      return -1;
   }
   if (p->judge_open) {
     for (size_t i = 0; i < p->kernels.len; i++) {
@@ -392,6 +399,8 @@ int ks_pipeline_begin(ks_pipeline *p) {
     return -1;
   p->run = job->resume_run;
   p->device = p->judge_open ? ks_pipeline_device_text(arena, &p->judge) : "stand-in judge (no GPU)";
+  if (p->nworkers > 1)
+    p->device = pipeline_workers_text(p, p->device);
   if (p->run) {
     if (ks_store_run_reopen(ctx, job->store, p->run))
       return -1;

@@ -126,7 +126,6 @@ int pipeline_search_kernel(ks_pipeline *p, ks_pipeline_kernel *k, double seconds
 
   ks_insight_begin(ctx, &k->target, a, &o->insight);
   ks_rules_proposer rp = {.target = &k->target, .tuning_only = job->tuning};
-  ks_judge_evaluator je = {.judge = judge, .target = &k->target};
   ks_proposer rules = ks_rules_proposer_make(&rp);
   ks_llm_proposer lp = {0};
   ks_proposer lprop = {0};
@@ -152,12 +151,15 @@ int pipeline_search_kernel(ks_pipeline *p, ks_pipeline_kernel *k, double seconds
   ks_proposer proposer = job->proposer == KS_PROPOSER_LLM   ? lprop
                          : job->proposer == KS_PROPOSER_ALL ? ks_mixed_proposer_make(&mp)
                                                             : rules;
-  ks_evaluator evaluator = job->standin ? ks_standin_evaluator() : ks_judge_evaluator_make(&je);
+  pipeline_evaluators evs;
+  pipeline_evaluators_make(p, &k->target, &evs);
   if (judge) {
     rp.sm_count = (unsigned)judge->device.sm_count;
   }
   ks_search s = {.ctx = ctx, .kernel = k->target.subject.kernel, .opts = job->search,
-                 .proposer = &proposer, .evaluator = &evaluator, .store = job->store,
+                 .proposer = &proposer, .evaluator = evs.table, .nevaluators = evs.n,
+                 .retired = p->retired,
+                 .store = job->store,
                  .store_kernel = k->store_id, .seed = &seed, .seed_is_template = is_template,
                  .progress = h->search_progress ? h->search_progress : no_progress,
                  .progress_arg = h->arg,
@@ -200,8 +202,7 @@ int pipeline_search_kernel(ks_pipeline *p, ks_pipeline_kernel *k, double seconds
       o->llm.tally = *t;
     ks_llm_proposer_release(&lp);
   }
-  o->same_code += je.reused;
-  ks_judge_evaluator_release(&je);
+  o->same_code += pipeline_evaluators_release(&evs);
   /* What the judge learned, also when the search failed (a racing
    * original may fail its own seed). */
   ks_insight_device dev = ks_insight_device_of(judge);

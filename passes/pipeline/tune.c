@@ -538,6 +538,8 @@ static int tune_optimize(tune *t) {
   } else if (prepared) {
     const char *device = p.judge_open ? ks_pipeline_device_text(&p.arena, &p.judge)
                                       : "stand-in judge (no GPU)";
+    if (p.nworkers > 1)
+      device = pipeline_workers_text(&p, device);
     if (ks_store_run_set_device(ctx, t->store, t->run, device) ||
         ks_pipeline_begin(&p) || ks_pipeline_search(&p) || ks_pipeline_finish(&p)) {
       rc = -1;

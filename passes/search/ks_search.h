@@ -30,6 +30,7 @@
 #ifndef KS_SEARCH_H
 #define KS_SEARCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -119,6 +120,9 @@ typedef struct ks_evaluator {
   void *self;
   bool measured;           /* false for the stand-in: its numbers are not
                               measurements, and reports say so */
+  int device;              /* the CUDA device it judges on (the stand-in's:
+                              the one it stands in for), recorded with each
+                              evaluation */
   /* Optional: compile a batch ahead of evaluation (in parallel). */
   int (*precompile)(void *self, ks_ctx *ctx, const ks_node *const *nodes, size_t n,
                     ks_arena *arena);
@@ -201,7 +205,20 @@ typedef struct ks_search {
   const char *kernel;              /* for messages and progress */
   ks_search_options opts;
   const ks_proposer *proposer;
+  /* One evaluator per worker (--devices): evaluator[0..nevaluators), each
+   * used by one thread at a time; nevaluators 0 or 1: evaluator alone,
+   * judging in the search's thread as it always did. With several, a
+   * round's children are handed out in order to whichever worker is free,
+   * and placed, stored and observed in the order of the children, so the
+   * search makes the same choices whatever finished first. A worker whose
+   * evaluator fails (-1: its process cannot be started again) costs its
+   * candidate (CRASH, the reason naming it) and leaves the pool; the others
+   * go on, and only the last one's failure stops the search. */
   const ks_evaluator *evaluator;
+  size_t nevaluators;
+  bool *retired;                   /* several workers: those that left the pool,
+                                      nevaluators entries kept across the
+                                      run's searches; NULL: this search's own */
   ks_store *store;                 /* NULL: nothing persisted (tests) */
   long long store_kernel;          /* the store's kernel id */
   double baseline_ms;              /* known from a resumed run; 0: measure */
@@ -236,6 +253,8 @@ typedef struct ks_judged_code {
   double speedup, speedup_low, speedup_high, base_ms, cand_ms, bw_fraction;
   int registers;
   long long node;
+  bool pending;            /* several devices: another worker is judging it */
+  bool failed;             /* that judgement failed: nothing to reuse */
 } ks_judged_code;
 
 typedef struct ks_judge_evaluator {
@@ -243,7 +262,13 @@ typedef struct ks_judge_evaluator {
   ks_target *target;
   ks_arena arena;                  /* owns `judged`: ks_judge_evaluator_release */
   KS_ARRAY(ks_judged_code) judged;
-  unsigned reused;                 /* verdicts reused so far */
+  unsigned reused;                 /* verdicts reused so far (by this one) */
+  /* Several devices: each worker's evaluator has its own judge and points
+   * here to the first one, whose `judged` table (behind its `lock`) they
+   * all share; NULL: this one's own, used from one thread. */
+  struct ks_judge_evaluator *shared;
+  pthread_mutex_t lock;            /* ks_judge_evaluator_make inits them */
+  pthread_cond_t judged_done;      /* a pending entry of `judged` is done */
 } ks_judge_evaluator;
 ks_evaluator ks_judge_evaluator_make(ks_judge_evaluator *self);
 void ks_judge_evaluator_release(ks_judge_evaluator *self);
@@ -265,5 +290,15 @@ void ks_rules_proposer_release(ks_rules_proposer *self);
  * variant's text and technique chain (faster for some techniques, WRONG for
  * a marker), with no GPU. Never a measurement. */
 ks_evaluator ks_standin_evaluator(void);
+/* One stand-in per worker of --devices: the same numbers on every one (so
+ * that several give the winners one gives), recorded as judged on
+ * `device`. Fault site "standin_worker" (KERNELSMITH_FAULTS, counted over
+ * every stand-in of the process) makes that evaluation's worker die: -1,
+ * as a judge whose worker cannot be started again. */
+typedef struct ks_standin {
+  int device;
+  unsigned worker;
+} ks_standin;
+ks_evaluator ks_standin_evaluator_make(ks_standin *self);
 
 #endif

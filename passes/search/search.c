@@ -262,10 +262,6 @@ bool ks_search_converged(search_state *st) {
   return true;
 }
 
-/* Judges the nodes of a batch that are not judged yet: compiles them all in
- * parallel first, then one by one on the device, each evaluation stored as
- * soon as it is known. Stops early (leaving nodes unevaluated, to be judged
- * on resume) when a budget runs out. */
 static ks_node *node_by_id(search_state *st, long long id) {
   for (size_t i = 0; id && i < st->res->nodes.len; i++)
     if (st->res->nodes.items[i]->id == id)
@@ -273,8 +269,64 @@ static ks_node *node_by_id(search_state *st, long long id) {
   return NULL;
 }
 
+size_t ks_search_first_live(const search_state *st) {
+  size_t n = st->s->nevaluators > 1 ? st->s->nevaluators : 1;
+  for (size_t w = 0; w < n; w++)
+    if (!st->retired || !st->retired[w])
+      return w;
+  return 0;
+}
+
+int ks_search_judge(search_state *st, size_t w, ks_ctx *ctx, const ks_node *node,
+                    unsigned recheck, ks_arena *arena, ks_eval *out) {
+  const ks_evaluator *ev = &st->s->evaluator[w];
+  if (ev->eval(ev->self, ctx, node, recheck, arena, out))
+    return -1;
+  out->device = ev->device;
+  out->worker = (int)w;
+  return 0;
+}
+
+int ks_search_judge_alone(search_state *st, const ks_node *node, unsigned recheck,
+                          ks_arena *arena, ks_eval *out) {
+  ks_search *s = st->s;
+  for (;;) {
+    size_t w = ks_search_first_live(st);
+    if (!ks_search_judge(st, w, s->ctx, node, recheck, arena, out))
+      return 0;
+    size_t live = 0;
+    for (size_t i = 0; st->retired && i < s->nevaluators; i++)
+      live += !st->retired[i];
+    if (live < 2)
+      return -1; /* the only (or last) worker: the search's failure */
+    st->retired[w] = true;
+    ks_warn(s->ctx, "%s: worker %zu (device %d) failed and left the pool: %s; %zu worker%s on",
+            s->kernel, w, s->evaluator[w].device, s->ctx->error, live - 1,
+            live - 1 == 1 ? " goes" : "s go");
+  }
+}
+
+int ks_search_commit(search_state *st, ks_node *node, const ks_eval *e) {
+  ks_search *s = st->s;
+  if (s->store && ks_store_eval_put(s->ctx, s->store, s->store_kernel, node->id, e))
+    return -1;
+  st->res->evaluated++;
+  note_eval(st, node, e);
+  if (s->proposer->observe &&
+      s->proposer->observe(s->proposer->self, s->ctx, node, node_by_id(st, node->parent)))
+    return -1;
+  ks_search_report(st, false);
+  return 0;
+}
+
+/* Judges the nodes of a batch that are not judged yet: compiles them all in
+ * parallel first, then one by one on the device, each evaluation stored as
+ * soon as it is known. Stops early (leaving nodes unevaluated, to be judged
+ * on resume) when a budget runs out. Several workers: search_pool.c. */
 int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n) {
   ks_search *s = st->s;
+  if (s->nevaluators > 1)
+    return ks_search_eval_pool(st, nodes, n);
   const ks_evaluator *ev = s->evaluator;
   ks_arena scratch = KS_ARENA_INIT;
   int rc = 0;
@@ -299,23 +351,15 @@ int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n) {
       break;
     ks_eval e;
     double t0 = ks_search_now();
-    if (ev->eval(ev->self, s->ctx, node, 0, &scratch, &e)) {
+    if (ks_search_judge(st, 0, s->ctx, node, 0, &scratch, &e)) {
       rc = -1;
       goto out;
     }
     st->t_eval += ks_search_now() - t0;
-    if (s->store && ks_store_eval_put(s->ctx, s->store, s->store_kernel, node->id, &e)) {
+    if (ks_search_commit(st, node, &e)) {
       rc = -1;
       goto out;
     }
-    st->res->evaluated++;
-    note_eval(st, node, &e);
-    if (s->proposer->observe &&
-        s->proposer->observe(s->proposer->self, s->ctx, node, node_by_id(st, node->parent))) {
-      rc = -1;
-      goto out;
-    }
-    ks_search_report(st, false);
   }
 out:
   ks_arena_release(&scratch);
@@ -399,7 +443,7 @@ static int choose_winner(search_state *st) {
       return 0;
     tries++;
     ks_eval e;
-    if (s->evaluator->eval(s->evaluator->self, s->ctx, c, tries, st->arena, &e))
+    if (ks_search_judge_alone(st, c, tries, st->arena, &e))
       return -1;
     if (s->store && ks_store_eval_put(s->ctx, s->store, s->store_kernel, c->id, &e))
       return -1;
@@ -428,12 +472,15 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
     return ks_fail(s->ctx, "the search needs at least one round");
   if (load(&st))
     return -1;
+  if (s->nevaluators > 1)
+    st.retired = s->retired ? s->retired
+                            : ks_arena_alloc(arena, s->nevaluators * sizeof *st.retired);
 
   /* The baseline, unless a resumed run measured it already. */
   if (s->baseline_ms > 0) {
     out->baseline_ms = s->baseline_ms;
   } else {
-    if (s->evaluator->eval(s->evaluator->self, s->ctx, NULL, 0, arena, &out->baseline))
+    if (ks_search_judge_alone(&st, NULL, 0, arena, &out->baseline))
       return -1;
     if (out->baseline.verdict != KS_VERDICT_BASELINE)
       return ks_fail(s->ctx, "%s: the original could not be timed: %s", s->kernel,

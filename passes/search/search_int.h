@@ -24,6 +24,10 @@ typedef struct search_state {
   double t_propose, t_precompile, t_eval;
   double patience_best;    /* the best speedup when it last improved */
   unsigned patience_rounds; /* rounds since */
+  /* Several workers (ks_search.nevaluators > 1): those that left the pool
+   * (their evaluator failed), ks_search.retired or the search's own; NULL
+   * with one. */
+  bool *retired;
 } search_state;
 
 double ks_search_now(void);
@@ -35,6 +39,21 @@ ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant
                        bool is_template, const char *proposer, const char *technique,
                        const char *plan, int round, int island);
 int ks_search_eval_batch(search_state *st, ks_node **nodes, size_t n);
+/* The same with several workers (search_pool.c). */
+int ks_search_eval_pool(search_state *st, ks_node **nodes, size_t n);
+/* The first worker still in the pool (0 with one): it times the baseline
+ * and rechecks the winner. */
+size_t ks_search_first_live(const search_state *st);
+/* Worker w's evaluator judges `node`; the evaluation says who judged it. */
+int ks_search_judge(search_state *st, size_t w, ks_ctx *ctx, const ks_node *node,
+                    unsigned recheck, ks_arena *arena, ks_eval *out);
+/* The baseline or a recheck, by the first worker in the pool; with several,
+ * one that fails leaves the pool and the next one judges. */
+int ks_search_judge_alone(search_state *st, const ks_node *node, unsigned recheck,
+                          ks_arena *arena, ks_eval *out);
+/* A finished evaluation of `node` stored, noted, shown to the proposer and
+ * reported: in the order of the batch, from the search's thread. */
+int ks_search_commit(search_state *st, ks_node *node, const ks_eval *e);
 bool ks_search_budget_left(search_state *st);
 /* At the end of a round: whether the patience option says to stop (sets
  * res->converged). */
