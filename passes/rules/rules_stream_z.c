@@ -1210,15 +1210,18 @@ static bool emit_body(sz *s, int z, const char **body) {
   return ok;
 }
 
+/* A 2-D kernel's blocks are seldom one thread tall, which one run of all
+ * the rows would need: stream_y has no 0. */
 static const int stream_choices[] = {8, 4, 16, 32, 0};
+#define STREAM_Y_NCHOICES 4
 
 static int apply_stream(const sz_axis *ax, ks_ctx *ctx, const ks_rule_input *in, int param,
                         ks_arena *arena, ks_rule_result *out) {
-  if (param != 0 && param != 4 && param != 8 && param != 16 && param != 32)
+  bool all = ax->dim == 2;
+  if ((param != 0 || !all) && param != 4 && param != 8 && param != 16 && param != 32)
     return ks_rt_not_applicable(arena, out,
-                                "its parameter is the run of %s per thread, 4, 8, 16, 32 "
-                                "or 0 (all), not %d",
-                                ax->planes, param);
+                                "its parameter is the run of %s per thread, 4, 8, 16%s, not %d",
+                                ax->planes, all ? ", 32 or 0 (all)" : " or 32", param);
   sz s = {.ax = ax, .arena = arena, .in = in, .k = in->ast};
   s.meaning = ks_meaning_open(ctx, in->ast, arena);
   bool matched = match(&s);
@@ -1322,8 +1325,8 @@ const ks_rule ks_rule_stream_z = {
 const ks_rule ks_rule_stream_y = {
     "stream_y",
     "2-D stencils: each thread walks a run of R rows along y with its column's y-1/y/y+1 values "
-    "in registers, each read once (param: R, 0 = all)",
+    "in registers, each read once (param: R)",
     false,
     stream_choices,
-    sizeof stream_choices / sizeof *stream_choices,
+    STREAM_Y_NCHOICES,
     apply_stream_y};
