@@ -86,7 +86,7 @@ typedef struct ks_rule {
                              "smem_histogram", "smem_transpose", "warp_rows",
                              "reduce_stride", "vectorize_2d", "tile_matmul",
                              "scalar_replace", "hoist_invariant",
-                             "split_cols", "stream_z" */
+                             "split_cols", "stream_z", "stream_y" */
   const char *summary;    /* one line, for --help and docs */
   bool tuning;            /* part of the tuning-only baseline (launch
                              configuration and unroll factors alone) */

@@ -11,7 +11,7 @@ static const ks_rule *const all[] = {
     &ks_rule_smem_transpose, &ks_rule_reduce_stride, &ks_rule_vectorize_2d,
     &ks_rule_tile_matmul,
     &ks_rule_scalar_replace, &ks_rule_hoist_invariant, &ks_rule_split_cols,
-    &ks_rule_stream_z,
+    &ks_rule_stream_z,      &ks_rule_stream_y,
 };
 
 const ks_rule *const *ks_rules_all(size_t *n) {

@@ -38,7 +38,8 @@ extern const ks_rule ks_rule_scalar_replace;
 extern const ks_rule ks_rule_hoist_invariant;
 /* rules_split_cols.c */
 extern const ks_rule ks_rule_split_cols;
-/* rules_stream_z.c */
+/* rules_stream_z.c (both walks share it) */
 extern const ks_rule ks_rule_stream_z;
+extern const ks_rule ks_rule_stream_y;
 
 #endif

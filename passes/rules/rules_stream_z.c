@@ -1,4 +1,5 @@
-/* rules_stream_z: stream_z, register streaming along z for 3-D stencils.
+/* rules_stream_z: register streaming for stencils, stream_z along z in 3-D
+ * and stream_y along y in 2-D (one implementation, an sz_axis apart).
  *
  *   stream_z   a kernel with one output per thread at (x, y, z) that reads
  *              its own column (x, y) at z - 1, z, z + 1 (or a wider window)
@@ -7,26 +8,33 @@
  *              shift by one plane per step, so each is read from global
  *              memory once instead of three times. PARAM = Z (0: all the
  *              planes in one run).
+ *   stream_y   the same for a 2-D kernel with one output per thread at
+ *              (x, y), walking a run of R consecutive rows (y) of its
+ *              column x. PARAM = R.
  *
- * Two shapes, read as the compiler reads them (rules_meaning.h):
+ * Two shapes each, read as the compiler reads them (rules_meaning.h):
  *
- *   3-D grid   int z = blockIdx.z * blockDim.z + threadIdx.z;  with a
- *              bounds check on x, y and z (an early return or a block);
- *              grid z becomes ceil_div(grid_z, Z);
- *   2-D grid   a counted loop over z inside the x/y bounds check
+ *   grid       int z = blockIdx.z * blockDim.z + threadIdx.z;  with a
+ *              bounds check on the indexes (an early return or a block);
+ *              grid z becomes ceil_div(grid_z, Z) (stream_y: the y index,
+ *              grid y, and no z index);
+ *   loop       a counted loop over z inside the x/y bounds check
  *              (`int k; for (k = 1; k <= NZ - 2; k++)`); the grid gets a
- *              z dimension of ceil_div(count, Z) runs.
+ *              z dimension of ceil_div(count, Z) runs (stream_y: an x index
+ *              alone and a loop over the rows; the grid gets a y dimension).
  *
  * An access p[E] reads the column when E, expanded into a polynomial over
  * the indexes, the scalar parameters and constants (through casts and the
  * never-assigned integer locals it names), differs from the output's index
- * C by d times C's coefficient of z: then it is element C(z + d), and the
- * value loaded at step z + d - dmax as the window's newest plane.
+ * C by d times C's coefficient of z plus an offset that does not depend on
+ * z (none for the own column, `- 1` for the column beside it): then it is
+ * that column's element at z + d, the value loaded at step z + d - dmax as
+ * its window's newest plane.
  *
  * The body is written anew: the declarations that do not depend on z, the
  * run's bounds clamped by the bounds check's z terms, the x/y terms as one
- * condition, the window preloaded at the run's first plane, then one step
- * per plane: the newest plane's load, the original work with its column
+ * condition, the windows preloaded at the run's first plane, then one step
+ * per plane: the newest planes' loads, the original work with its column
  * reads replaced by the registers, the shift. docs/rules.md gives the
  * conditions and the guards. */
 #include <stdarg.h>
@@ -66,8 +74,13 @@ typedef struct site {
   int d;                 /* the plane z + d of the column */
 } site;
 
+/* One register window: the reads of `param` at C + d * (C's coefficient of
+ * the streamed index) + lat, for consecutive d; lat is empty for the
+ * thread's own column, a neighbouring column's offset otherwise. */
 typedef struct sbuf {
   const ks_anode *param;
+  poly lat;              /* the offset across, free of the streamed index */
+  int lat_no;            /* 0 for the own column, else 1, 2, ... per param */
   unsigned offsets;      /* bit d + SZ_MAXD */
   int dmin, dmax;
   bool streamed;
@@ -75,16 +88,35 @@ typedef struct sbuf {
   const ks_anode *rep[2 * SZ_MAXD + 1]; /* one read of each plane */
 } sbuf;
 
+/* What differs between streaming along z (3-D stencils) and along y (2-D
+ * ones): the dimension walked, the names in the code written and the words
+ * of the refusals. */
+typedef struct sz_axis {
+  const char *rule;     /* the rule's name, its tag's prefix */
+  int dim;              /* the launch dimension: 2 (z) or 1 (y) */
+  char name;            /* 'z', 'y' */
+  const char *plane;    /* one step of the walk */
+  const char *planes;   /* its plural, with the axis */
+  const char *steps;    /* its plural, short */
+  const char *own;      /* the thread's coordinates across the walk */
+  const char *across;   /* the bounds check's other terms */
+} sz_axis;
+
+static const sz_axis axis_z = {"stream_z", 2, 'z', "z plane", "z planes", "planes", "(x, y)", "x/y"};
+static const sz_axis axis_y = {"stream_y", 1, 'y', "row", "rows", "rows", "x", "x"};
+
 typedef struct sz {
+  const sz_axis *ax;
   ks_arena *arena;
   const ks_rule_input *in;
   const ks_kast *k;
   ks_meaning *meaning;
-  const ks_anode *xvar, *yvar, *zvar;   /* zvar: the z index, or the loop's counter */
-  const ks_anode *zdecl;                /* 3-D: z's declaration statement */
+  const ks_anode *idx[3];  /* the global indexes along x, y, z found at the top */
+  const ks_anode *svar;    /* the index streamed (idx[ax->dim]), or the loop's counter */
+  const ks_anode *sdecl;   /* grid form: the streamed index's declaration statement */
   bool loop_form;
-  ks_rt_nodes top;        /* top-level declarations kept before the run */
-  ks_rt_nodes moved;      /* 3-D: top-level declarations that depend on z */
+  ks_rt_nodes top;        /* top-level declarations (and assignments) kept before the run */
+  ks_rt_nodes moved;      /* grid form: top-level declarations that depend on svar */
   ks_rt_nodes pre;        /* loop form: declarations before the loop */
   ks_strings xy;          /* the x/y terms, each true in range */
   zbounds lo, hi;
@@ -171,7 +203,7 @@ static bool check_pure(sz *s, const ks_anode *e, bool reads, const char *where) 
 }
 
 static bool is_index_var(sz *s, const ks_anode *d) {
-  return d && (d == s->xvar || d == s->yvar || d == s->zvar);
+  return d && (d == s->idx[0] || d == s->idx[1] || d == s->idx[2] || d == s->svar);
 }
 
 static bool mono_same_atoms(const mono *a, const mono *b) {
@@ -342,25 +374,25 @@ static bool read_z_term(sz *s, const ks_anode *c, bool in_range) {
     if (!strcmp(e->op, ops[i]))
       op = i;
   if (op < 0)
-    return sz_fail(s, "its bounds check tests '%s', which is not z compared with a bound",
-                   text(s, c));
+    return sz_fail(s, "its bounds check tests '%s', which is not %c compared with a bound",
+                   text(s, c), s->ax->name);
   const ks_anode *l = ks_rt_strip(e->kids[0], true), *r = ks_rt_strip(e->kids[1], true), *b;
-  if (l && l->kind == KS_AK_DECL_REF && l->decl == s->zvar && !refs_var(s, r, s->zvar)) {
+  if (l && l->kind == KS_AK_DECL_REF && l->decl == s->svar && !refs_var(s, r, s->svar)) {
     b = e->kids[1];
-  } else if (r && r->kind == KS_AK_DECL_REF && r->decl == s->zvar && !refs_var(s, l, s->zvar)) {
+  } else if (r && r->kind == KS_AK_DECL_REF && r->decl == s->svar && !refs_var(s, l, s->svar)) {
     b = e->kids[0];
     op = op ^ 2; /* mirrored: < becomes >, <= becomes >= */
   } else {
-    return sz_fail(s, "its bounds check tests '%s', which is not z compared with a bound",
-                   text(s, c));
+    return sz_fail(s, "its bounds check tests '%s', which is not %c compared with a bound",
+                   text(s, c), s->ax->name);
   }
   if (!in_range)
     op = (op ^ 2) ^ 1; /* negated: < becomes >=, <= becomes > */
   const char *why = NULL;
   const char *fold = ks_meaning_value(s->meaning, b, &why);
   if (!fold)
-    return sz_fail(s, "its bound on z '%s' does not fold to parameters and constants (%s)",
-                   text(s, b), why ? why : "?");
+    return sz_fail(s, "its bound on %c '%s' does not fold to parameters and constants (%s)",
+                   s->ax->name, text(s, b), why ? why : "?");
   zbound zb = {b->from_macro ? ks_arena_printf(s->arena, "(%s)", text(s, b))
                              : ks_rt_paren(s->arena, text(s, b)),
                fold, op == 1 || op == 2};
@@ -376,15 +408,15 @@ static bool read_check(sz *s, const ks_anode *c, bool in_range) {
     return read_check(s, e->kids[0], in_range) && read_check(s, e->kids[1], in_range);
   if (!check_pure(s, e, false, "in its bounds check"))
     return false;
-  if (s->loop_form && refs_var(s, e, s->zvar))
-    return sz_fail(s, "its bounds check reads the loop's counter '%s'", s->zvar->name);
-  if (!s->loop_form && refs_var(s, e, s->zvar))
+  if (s->loop_form && refs_var(s, e, s->svar))
+    return sz_fail(s, "its bounds check reads the loop's counter '%s'", s->svar->name);
+  if (!s->loop_form && refs_var(s, e, s->svar))
     return read_z_term(s, e, in_range);
   for (size_t m = 0; m < s->moved.len; m++)
     for (size_t v = 0; v < s->moved.items[m]->nkids; v++)
       if (refs_var(s, e, s->moved.items[m]->kids[v]))
-        return sz_fail(s, "its bounds check tests '%s', which depends on z through '%s'",
-                       text(s, e), s->moved.items[m]->kids[v]->name);
+        return sz_fail(s, "its bounds check tests '%s', which depends on %c through '%s'",
+                       text(s, e), s->ax->name, s->moved.items[m]->kids[v]->name);
   const char *t = text(s, e);
   *ks_array_push(s->arena, &s->xy) =
       in_range ? ks_rt_paren(s->arena, t) : ks_arena_printf(s->arena, "!(%s)", t);
@@ -417,11 +449,11 @@ static bool listed(const ks_rt_nodes *l, const ks_anode *n) {
 
 static bool read_work(sz *s) {
   if (!s->nwork)
-    return sz_fail(s, "it does nothing per z plane");
+    return sz_fail(s, "it does nothing per %s", s->ax->plane);
   for (size_t i = 0; i < s->nwork; i++) {
     const ks_anode *st = s->work[i];
     if (st->from_macro)
-      return sz_fail(s, "its work per z plane comes from a macro ('%s')", text(s, st));
+      return sz_fail(s, "its work per %s comes from a macro ('%s')", s->ax->plane, text(s, st));
     ks_rt_nodes all = ks_rt_collect(s->arena, st);
     for (size_t a = 0; a < all.len; a++) {
       const ks_anode *n = all.items[a];
@@ -434,11 +466,11 @@ static bool read_work(sz *s) {
       case KS_AK_BREAK:
       case KS_AK_CONTINUE:
       case KS_AK_COMPOUND:
-        return sz_fail(s, "its work per z plane is not straight-line code (it has '%.40s')",
-                       text(s, n));
+        return sz_fail(s, "its work per %s is not straight-line code (it has '%.40s')",
+                       s->ax->plane, text(s, n));
       case KS_AK_OTHER:
         if (n->kind_name && (strstr(n->kind_name, "Stmt") || strstr(n->kind_name, "Asm")))
-          return sz_fail(s, "its work per z plane has a %s", n->kind_name);
+          return sz_fail(s, "its work per %s has a %s", s->ax->plane, n->kind_name);
         break;
       case KS_AK_VAR:
         if (n->shared_space)
@@ -466,7 +498,7 @@ static bool read_work(sz *s) {
           }
         }
         if (!is_pure_call(c))
-          return sz_fail(s, "its work per z plane calls '%s'", c ? c : "?");
+          return sz_fail(s, "its work per %s calls '%s'", s->ax->plane, c ? c : "?");
         break;
       }
       case KS_AK_MEMBER:
@@ -502,15 +534,15 @@ static bool read_work(sz *s) {
             break;
           if (!lhs || lhs->kind != KS_AK_DECL_REF || !lhs->decl || lhs->decl->kind != KS_AK_VAR ||
               !declared_in(lhs->decl, s->work, s->nwork))
-            return sz_fail(s, "its work per z plane assigns '%s', which it does not declare there",
-                           text(s, n->kids[0]));
+            return sz_fail(s, "its work per %s assigns '%s', which it does not declare there",
+                           s->ax->plane, text(s, n->kids[0]));
         }
         break;
       }
     }
   }
   if (!s->writes.len)
-    return sz_fail(s, "it writes no buffer per z plane");
+    return sz_fail(s, "it writes no buffer per %s", s->ax->plane);
   return true;
 }
 
@@ -522,14 +554,88 @@ static const ks_anode *read_subscript(const ks_anode *r) {
   return ks_rt_strip(arg->kids[0], false);
 }
 
+static bool poly_same(sz *s, const poly *a, const poly *b) {
+  poly diff = {0};
+  for (size_t t = 0; t < a->len; t++)
+    if (!poly_add(s, &diff, &a->items[t], 1))
+      return false;
+  for (size_t t = 0; t < b->len; t++)
+    if (!poly_add(s, &diff, &b->items[t], -1))
+      return false;
+  poly_clean(&diff);
+  return !diff.len;
+}
+
+static bool written(sz *s, const ks_anode *p) {
+  for (size_t w = 0; w < s->writes.len; w++)
+    if (param_base(s->writes.items[w]) == p)
+      return true;
+  return false;
+}
+
+/* A written buffer may be read at its own element alone (out[C] = out[C]
+ * - ...: the thread's own value, read before its store as the original
+ * reads it); a read anywhere else could see another step's store. */
+static bool reads_own_only(sz *s, const ks_anode *p, const ks_anode *w, unsigned nw) {
+  unsigned own = 0;
+  poly c = {0};
+  const ks_anode *bad = NULL;
+  bool known = false;
+  for (size_t r = 0; r < s->reads.len; r++) {
+    const ks_anode *sub = read_subscript(s->reads.items[r]);
+    if (param_base(sub) != p)
+      continue;
+    if (!known && !expand(s, w->kids[1], 0, &c, &bad))
+      return false;
+    known = true;
+    poly e = {0};
+    if (!expand(s, sub->kids[1], 0, &e, &bad) || !poly_same(s, &e, &c))
+      return false;
+    own++;
+  }
+  return ks_rt_count_refs(s->arena, s->k->body, p) == nw + own;
+}
+
+/* Splits diff = E - C into d steps along the walk (d times zc, C's
+ * coefficient of the streamed index) and an offset across it that does not
+ * depend on the streamed index (a neighbouring column: x - 1); false when
+ * it is not such a sum. With sizes that fold to constants (zc = 4096 from
+ * a macro) the constant part is split at the nearest multiple of zc. */
+static bool split_offset(sz *s, const poly *diff, const poly *zc, long long *d, poly *lat) {
+  poly along = {0};
+  lat->len = 0;
+  for (size_t i = 0; i < diff->len; i++) {
+    const mono *m = &diff->items[i];
+    bool in_zc = false;
+    for (size_t j = 0; j < zc->len; j++)
+      in_zc |= mono_same_atoms(&zc->items[j], m);
+    for (int a = 0; a < m->n && !in_zc; a++)
+      if (m->atoms[a] == s->svar)
+        return false;
+    *ks_array_push(s->arena, in_zc ? &along : lat) = *m;
+  }
+  if (zc->len == 1 && zc->items[0].n == 0 && along.len == 1) {
+    long long z = zc->items[0].coef, c = along.items[0].coef, q = c / z, r = c % z;
+    if (r && (r > 0 ? r : -r) * 2 > (z > 0 ? z : -z)) {
+      q += (r < 0) == (z < 0) ? 1 : -1;
+      r = c - q * z;
+    }
+    *d = q;
+    if (r)
+      *ks_array_push(s->arena, lat) = (mono){.coef = r};
+    return true;
+  }
+  return poly_ratio(&along, zc, d);
+}
+
 static bool read_accesses(sz *s) {
-  /* the written buffers: read nowhere, all at one index C */
+  /* the written buffers: read at their own element alone, all at one index C */
   for (size_t i = 0; i < s->writes.len; i++) {
     const ks_anode *w = s->writes.items[i], *p = param_base(w);
     unsigned nw = 0;
     for (size_t j = 0; j < s->writes.len; j++)
       nw += param_base(s->writes.items[j]) == p;
-    if (ks_rt_count_refs(s->arena, s->k->body, p) != nw)
+    if (!reads_own_only(s, p, w, nw))
       return sz_fail(s, "it reads '%s', which it writes", p->name);
     poly c = {0};
     const ks_anode *bad = NULL;
@@ -559,50 +665,57 @@ static bool read_accesses(sz *s) {
     const mono *m = &s->c.items[i];
     int nz = 0;
     for (int a = 0; a < m->n; a++)
-      nz += m->atoms[a] == s->zvar;
+      nz += m->atoms[a] == s->svar;
     if (nz > 1)
       return sz_fail(s, "its output index '%s' is not linear in '%s'",
-                     text(s, s->writes.items[0]->kids[1]), s->zvar->name);
+                     text(s, s->writes.items[0]->kids[1]), s->svar->name);
     if (!nz)
       continue;
     mono r = {.coef = m->coef};
     for (int a = 0; a < m->n; a++)
-      if (m->atoms[a] != s->zvar) {
+      if (m->atoms[a] != s->svar) {
         if (is_index_var(s, m->atoms[a]))
           return sz_fail(s, "its output index '%s' multiplies '%s' by another index",
-                         text(s, s->writes.items[0]->kids[1]), s->zvar->name);
+                         text(s, s->writes.items[0]->kids[1]), s->svar->name);
         r.atoms[r.n++] = m->atoms[a];
       }
     *ks_array_push(s->arena, &zc) = r;
   }
   if (!zc.len)
     return sz_fail(s, "its output index '%s' does not depend on '%s'",
-                   text(s, s->writes.items[0]->kids[1]), s->zvar->name);
-  /* the reads of the column */
+                   text(s, s->writes.items[0]->kids[1]), s->svar->name);
+  /* the reads of the column and of the columns beside it */
   for (size_t i = 0; i < s->reads.len; i++) {
     const ks_anode *r = s->reads.items[i], *sub = read_subscript(r), *p = param_base(sub);
     poly e = {0};
     const ks_anode *bad = NULL;
-    if (!expand(s, sub->kids[1], 0, &e, &bad))
+    if (written(s, p) || !expand(s, sub->kids[1], 0, &e, &bad))
       continue; /* not a column read: it stays a load */
-    poly diff = {0};
+    poly diff = {0}, lat = {0};
     for (size_t t = 0; t < e.len; t++)
       poly_add(s, &diff, &e.items[t], 1);
     for (size_t t = 0; t < s->c.len; t++)
       poly_add(s, &diff, &s->c.items[t], -1);
     poly_clean(&diff);
     long long d;
-    if (!poly_ratio(&diff, &zc, &d) || d < -SZ_MAXD || d > SZ_MAXD)
+    if (!split_offset(s, &diff, &zc, &d, &lat) || d < -SZ_MAXD || d > SZ_MAXD)
       continue;
     if (r->from_macro)
       return sz_fail(s, "its read '%s' comes from a macro", text(s, r));
     size_t b = 0;
-    while (b < s->bufs.len && s->bufs.items[b].param != p)
-      b++;
+    int lat_no = 0;
+    for (; b < s->bufs.len; b++) {
+      const sbuf *o = &s->bufs.items[b];
+      if (o->param == p && poly_same(s, &o->lat, &lat))
+        break;
+      lat_no += o->param == p && o->lat.len;
+    }
     if (b == s->bufs.len) {
       sbuf *nb = ks_array_push(s->arena, &s->bufs);
       memset(nb, 0, sizeof *nb);
       nb->param = p;
+      nb->lat = lat;
+      nb->lat_no = lat.len ? lat_no + 1 : 0;
       nb->dmin = SZ_MAXD;
       nb->dmax = -SZ_MAXD;
     }
@@ -615,6 +728,7 @@ static bool read_accesses(sz *s) {
     *ks_array_push(s->arena, &s->sites) = (site){r, b, (int)d};
   }
   bool any = false;
+  const sbuf *own = NULL; /* the first buffer read at the own column, for the refusal */
   for (size_t b = 0; b < s->bufs.len; b++) {
     sbuf *sb = &s->bufs.items[b];
     unsigned want = 0;
@@ -624,19 +738,21 @@ static bool read_accesses(sz *s) {
     if (sb->streamed && (!sb->param->pointee || strstr(sb->param->pointee, "volatile")))
       sb->streamed = false;
     any |= sb->streamed;
+    if (!own && !sb->lat.len)
+      own = sb;
   }
   if (!any) {
-    const char *which = s->bufs.len ? s->bufs.items[0].param->name : NULL;
-    if (which && s->bufs.items[0].dmax == s->bufs.items[0].dmin)
-      return sz_fail(s, "it reads no buffer at its own (x, y) on two neighbouring z planes "
+    const sz_axis *ax = s->ax;
+    if (own && own->dmax == own->dmin)
+      return sz_fail(s, "it reads no buffer at its own %s on two neighbouring %s "
                         "('%s' only at %s%+d): nothing to keep in registers",
-                     which, s->zvar->name, s->bufs.items[0].dmin);
-    if (which)
-      return sz_fail(s, "it reads '%s' at its own (x, y) on planes that are not consecutive "
+                     ax->own, ax->planes, own->param->name, s->svar->name, own->dmin);
+    if (own)
+      return sz_fail(s, "it reads '%s' at its own %s on %s that are not consecutive "
                         "(a window with a gap)",
-                     which);
-    return sz_fail(s, "it reads no buffer at its own (x, y) on another z plane: nothing to "
-                      "keep in registers");
+                     own->param->name, ax->own, ax->steps);
+    return sz_fail(s, "it reads no buffer at its own %s on another %s: nothing to "
+                      "keep in registers", ax->own, ax->plane);
   }
   return true;
 }
@@ -645,24 +761,37 @@ static bool read_accesses(sz *s) {
 
 /* The top-level declarations: the indexes and what else the kernel
  * computes before its check. */
+/* `v = E;` at the top, v a local declared above without being an index
+ * (PolyBench's `c11 = +0.2;` after `DATA_TYPE c11, ...;`). */
+static bool top_assignment(const ks_anode *const *kids, size_t i) {
+  const ks_anode *st = kids[i];
+  if (!ks_rt_is_bin(st, "="))
+    return false;
+  const ks_anode *lhs = ks_rt_strip(st->kids[0], false);
+  if (!lhs || lhs->kind != KS_AK_DECL_REF || !lhs->decl || lhs->decl->kind != KS_AK_VAR)
+    return false;
+  return declared_in(lhs->decl, kids, i);
+}
+
 static size_t read_top(sz *s) {
   const ks_anode *body = s->k->body;
+  const ks_anode *const *kids = (const ks_anode *const *)body->kids;
   size_t i = 0;
-  for (; i < body->nkids && body->kids[i]->kind == KS_AK_DECL_STMT; i++) {
+  for (; i < body->nkids && (kids[i]->kind == KS_AK_DECL_STMT || top_assignment(kids, i)); i++) {
     const ks_anode *st = body->kids[i];
+    if (st->kind != KS_AK_DECL_STMT)
+      continue;
     for (size_t v = 0; v < st->nkids; v++) {
       const ks_anode *var = st->kids[v], *init = ks_rt_var_init(var);
       if (var->kind != KS_AK_VAR || !init)
         continue;
       char dims[] = "xyz";
-      for (int d = 0; d < 3; d++) {
-        const ks_anode **slot = d == 0 ? &s->xvar : d == 1 ? &s->yvar : &s->zvar;
-        if (!*slot && ks_rt_global_index(init, dims[d], NULL)) {
-          *slot = var;
-          if (d == 2)
-            s->zdecl = st;
+      for (int d = 0; d < 3; d++)
+        if (!s->idx[d] && ks_rt_global_index(init, dims[d], NULL)) {
+          s->idx[d] = var;
+          if (d == s->ax->dim)
+            s->sdecl = st;
         }
-      }
     }
   }
   return i;
@@ -680,13 +809,15 @@ static bool depends_on(sz *s, const ks_anode *st, const ks_anode *var) {
 
 static bool match(sz *s) {
   const ks_anode *body = s->k->body;
+  const sz_axis *ax = s->ax;
   size_t first = read_top(s);
-  if (!s->xvar)
+  s->svar = s->idx[ax->dim];
+  if (!s->idx[0])
     return sz_fail(s, "it computes no index 'blockIdx.x * blockDim.x + threadIdx.x' at the top "
                       "of its body");
   unsigned allowed[6];
   size_t na = 0;
-  const ks_anode *vars[3] = {s->xvar, s->yvar, s->zvar};
+  const ks_anode *const *vars = s->idx;
   for (int d = 0; d < 3; d++)
     if (vars[d]) {
       const ks_anode *init = ks_rt_var_init(vars[d]);
@@ -701,16 +832,31 @@ static bool match(sz *s) {
   const char *problem = ks_rt_mapping_problem(s->arena, s->in, allowed, na);
   if (problem)
     return sz_fail(s, "it %s", problem);
-  s->loop_form = !s->zvar;
-  if (s->loop_form && !s->yvar)
+  s->loop_form = !s->svar;
+  if (ax->dim == 2 && s->loop_form && !s->idx[1])
     return sz_fail(s, "it is not a 3-D kernel: no z index 'blockIdx.z * blockDim.z + "
                       "threadIdx.z', and no y index for a 2-D grid with a loop over z");
-  if (s->zdecl && s->zdecl->nkids != 1)
-    return sz_fail(s, "it declares '%s' with other variables", s->zvar->name);
+  if (ax->dim == 1 && s->idx[2])
+    return sz_fail(s, "it is a 3-D kernel (its z index '%s'): stream_z walks it along z",
+                   s->idx[2]->name);
+  if (s->sdecl && s->sdecl->nkids != 1)
+    return sz_fail(s, "it declares '%s' with other variables", s->svar->name);
   for (size_t i = 0; i < first; i++) {
     const ks_anode *st = body->kids[i];
-    if (st == s->zdecl)
+    if (st == s->sdecl)
       continue;
+    if (st->kind != KS_AK_DECL_STMT) { /* a top_assignment */
+      const ks_anode *var = ks_rt_strip(st->kids[0], false)->decl;
+      if (!listed(&s->top, var->parent))
+        return sz_fail(s, "it assigns '%s' before its bounds check, declared with a value that "
+                          "depends on %c", var->name, ax->name);
+      if (!check_pure(s, st->kids[1], true, "before its bounds check"))
+        return false;
+      if (s->svar && depends_on(s, st->kids[1], s->svar))
+        return sz_fail(s, "it assigns '%s' from %c before its bounds check", var->name, ax->name);
+      *ks_array_push(s->arena, &s->top) = st;
+      continue;
+    }
     for (size_t v = 0; v < st->nkids; v++) {
       const ks_anode *init = ks_rt_var_init(st->kids[v]);
       if (st->kids[v]->kind == KS_AK_VAR && st->kids[v]->shared_space)
@@ -718,10 +864,11 @@ static bool match(sz *s) {
       if (!check_pure(s, init, true, "before its bounds check"))
         return false;
     }
-    if (s->zvar && depends_on(s, st, s->zvar)) {
+    if (s->svar && depends_on(s, st, s->svar)) {
       for (size_t v = 0; v < st->nkids; v++)
         if (!check_pure(s, ks_rt_var_init(st->kids[v]), false,
-                        "in a declaration that depends on z before its bounds check"))
+                        ks_arena_printf(s->arena, "in a declaration that depends on %c before "
+                                                  "its bounds check", ax->name)))
           return false;
       *ks_array_push(s->arena, &s->moved) = st;
     } else {
@@ -760,18 +907,18 @@ static bool match(sz *s) {
         if (region[i]->kind == KS_AK_FOR && region[i]->kids[0]) {
           ks_loop_view v;
           if (ks_meaning_loop(s->meaning, region[i], &v))
-            s->zvar = v.var;
+            s->svar = v.var;
         }
     }
     if (!read_check(s, g->kids[0], !early))
       return false;
   } else if (!s->loop_form) {
     return sz_fail(s, "its first statement after the declarations is no bounds check on '%s'",
-                   s->zvar->name);
+                   s->svar->name);
   }
   if (!s->loop_form) {
     if (!s->hi.len)
-      return sz_fail(s, "its bounds check does not bound '%s' from above", s->zvar->name);
+      return sz_fail(s, "its bounds check does not bound '%s' from above", s->svar->name);
     s->work = region;
     s->nwork = nregion;
     return read_work(s) && read_accesses(s);
@@ -785,10 +932,12 @@ static bool match(sz *s) {
     *ks_array_push(s->arena, &s->pre) = region[i];
   }
   if (i >= nregion || region[i]->kind != KS_AK_FOR)
-    return sz_fail(s, "it has no z index 'blockIdx.z * blockDim.z + threadIdx.z' and no loop "
-                      "(over z) after its x/y bounds check");
+    return sz_fail(s, "it has no %c index 'blockIdx.%c * blockDim.%c + threadIdx.%c' and no loop "
+                      "(over %c) after its %s bounds check",
+                   ax->name, ax->name, ax->name, ax->name, ax->name, ax->across);
   if (i + 1 != nregion)
-    return sz_fail(s, "it has statements after its loop (a loop over z must end the kernel)");
+    return sz_fail(s, "it has statements after its loop (a loop over %c must end the kernel)",
+                   ax->name);
   const ks_anode *f = region[i];
   ks_loop_view *v = &s->view;
   if (f->from_macro)
@@ -801,7 +950,7 @@ static bool match(sz *s) {
     return sz_fail(s, "its loop assigns its counter in its body");
   if (v->used_after)
     return sz_fail(s, "'%s' is read after its loop", v->var->name);
-  s->zvar = v->var;
+  s->svar = v->var;
   const char *why = NULL;
   const char *sfold = ks_meaning_value(s->meaning, v->start, &why);
   const char *efold = sfold ? ks_meaning_loop_end(s->meaning, v, &why) : NULL;
@@ -934,10 +1083,10 @@ static bool emit_loads(emit *e, int depth, const char *zat, bool first) {
   else
     ind = indent(e, depth - 1);
   if (zat) {
-    const char *zt = s->zvar->type;
+    const char *zt = s->svar->type;
     if (ks_rt_has_prefix(zt, "const "))
       zt += 6;
-    ks_buf_addf(&e->b, "%s%s%s %s = %s;\n", ind, e->step, zt, s->zvar->name, zat);
+    ks_buf_addf(&e->b, "%s%s%s %s = %s;\n", ind, e->step, zt, s->svar->name, zat);
   }
   for (size_t i = 0; i < decls.len; i++)
     emit_stmt(e, decls.items[i], depth + 1, false);
@@ -954,30 +1103,42 @@ static bool emit_loads(emit *e, int depth, const char *zat, bool first) {
   return true;
 }
 
-static const char *reg_name(sz *s, const char *buf, int d) {
-  const char *base = ks_arena_printf(s->arena, "ks_%s_%s%d", buf, d < 0 ? "m" : d > 0 ? "p" : "", d < 0 ? -d : d);
+static const char *signed_name(sz *s, long long v) {
+  return ks_arena_printf(s->arena, "%s%lld", v < 0 ? "m" : v > 0 ? "p" : "", v < 0 ? -v : v);
+}
+
+/* ks_in_m1: `in` one step back on the own column; ks_A_m1_p1: the column
+ * one to the right; ks_A_0_l1: the first column across whose offset is
+ * not a constant. */
+static const char *reg_name(sz *s, const sbuf *sb, int d) {
+  const char *base = ks_arena_printf(s->arena, "ks_%s_%s", sb->param->name, signed_name(s, d));
+  if (sb->lat.len == 1 && !sb->lat.items[0].n)
+    base = ks_arena_printf(s->arena, "%s_%s", base, signed_name(s, sb->lat.items[0].coef));
+  else if (sb->lat.len)
+    base = ks_arena_printf(s->arena, "%s_l%d", base, sb->lat_no);
   return ks_rt_fresh(s->arena, s->in->parent->source, base);
 }
 
 static bool emit_body(sz *s, int z, const char **body) {
   emit e = {.s = s, .b = KS_BUF_INIT, .step = ks_rt_indent_step(s->arena, s->in)};
   const char *src = s->in->parent->source;
-  const char *kz = ks_rt_fresh(s->arena, src, "ks_z"), *kend = ks_rt_fresh(s->arena, src, "ks_zend");
-  const char *zt = s->zvar->type ? s->zvar->type : "int";
+  const char *kz = ks_rt_fresh(s->arena, src, ks_arena_printf(s->arena, "ks_%c", s->ax->name));
+  const char *kend = ks_rt_fresh(s->arena, src, ks_arena_printf(s->arena, "ks_%cend", s->ax->name));
+  const char *zt = s->svar->type ? s->svar->type : "int";
   if (ks_rt_has_prefix(zt, "const "))
     zt += 6;
   for (size_t b = 0; b < s->bufs.len; b++)
     if (s->bufs.items[b].streamed)
       for (int d = s->bufs.items[b].dmin; d <= s->bufs.items[b].dmax; d++)
-        s->bufs.items[b].reg[d + SZ_MAXD] = reg_name(s, s->bufs.items[b].param->name, d);
+        s->bufs.items[b].reg[d + SZ_MAXD] = reg_name(s, &s->bufs.items[b], d);
   ks_buf_adds(&e.b, "{\n");
   for (size_t i = 0; i < s->top.len; i++)
     emit_stmt(&e, s->top.items[i], 1, false);
   const char *ind = e.step;
-  ks_buf_addf(&e.b, "%s// stream_z: each thread walks %s z planes, its own column in registers\n",
-              ind, z ? ks_arena_printf(s->arena, "a run of %d", z) : "all the");
+  ks_buf_addf(&e.b, "%s// %s: each thread walks %s %s, its own column in registers\n", ind,
+              s->ax->rule, z ? ks_arena_printf(s->arena, "a run of %d", z) : "all the", s->ax->planes);
   if (!s->loop_form) {
-    const char *zinit = ks_rt_text_of(s->arena, s->in, ks_rt_var_init(s->zvar));
+    const char *zinit = ks_rt_text_of(s->arena, s->in, ks_rt_var_init(s->svar));
     if (z) {
       ks_buf_addf(&e.b, "%s%s %s = (%s) * %d;\n", ind, zt, kz, zinit, z);
       ks_buf_addf(&e.b, "%s%s %s = %s + %d;\n", ind, zt, kend, kz, z);
@@ -992,7 +1153,8 @@ static bool emit_body(sz *s, int z, const char **body) {
                   s->lo.items[i].add ? " + 1" : "");
   } else {
     if (z) {
-      ks_buf_addf(&e.b, "%s%s %s = %s + (%s)blockIdx.z * %d;\n", ind, zt, kz, s->lo.items[0].text, zt, z);
+      ks_buf_addf(&e.b, "%s%s %s = %s + (%s)blockIdx.%c * %d;\n", ind, zt, kz, s->lo.items[0].text,
+                  zt, s->ax->name, z);
       ks_buf_addf(&e.b, "%s%s %s = %s + %d;\n", ind, zt, kend, kz, z);
     } else {
       ks_buf_addf(&e.b, "%s%s %s = %s;\n", ind, zt, kz, s->lo.items[0].text);
@@ -1026,7 +1188,7 @@ static bool emit_body(sz *s, int z, const char **body) {
     ks_buf_adds(&e.b, ";\n");
   }
   bool ok = emit_loads(&e, 2, kz, true);
-  const char *zn = s->zvar->name;
+  const char *zn = s->svar->name;
   const char *decl = s->loop_form && s->view.declared_outside ? "" : ks_arena_printf(s->arena, "%s ", zt);
   ks_buf_addf(&e.b, "%s%sfor (%s%s = %s; %s < %s; %s++) {\n", ind, e.step, decl, zn, kz, zn, kend, zn);
   for (size_t i = 0; i < s->moved.len; i++)
@@ -1048,16 +1210,19 @@ static bool emit_body(sz *s, int z, const char **body) {
   return ok;
 }
 
-static const int stream_z_choices[] = {8, 4, 16, 32, 0};
+/* A 2-D kernel's blocks are seldom one thread tall, which one run of all
+ * the rows would need: stream_y has no 0. */
+static const int stream_choices[] = {8, 4, 16, 32, 0};
+#define STREAM_Y_NCHOICES 4
 
-static int apply_stream_z(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
-                          ks_rule_result *out) {
-  if (param != 0 && param != 4 && param != 8 && param != 16 && param != 32)
+static int apply_stream(const sz_axis *ax, ks_ctx *ctx, const ks_rule_input *in, int param,
+                        ks_arena *arena, ks_rule_result *out) {
+  bool all = ax->dim == 2;
+  if ((param != 0 || !all) && param != 4 && param != 8 && param != 16 && param != 32)
     return ks_rt_not_applicable(arena, out,
-                                "its parameter is the run of z planes per thread, 4, 8, 16, 32 "
-                                "or 0 (all), not %d",
-                                param);
-  sz s = {.arena = arena, .in = in, .k = in->ast};
+                                "its parameter is the run of %s per thread, 4, 8, 16%s, not %d",
+                                ax->planes, all ? ", 32 or 0 (all)" : " or 32", param);
+  sz s = {.ax = ax, .arena = arena, .in = in, .k = in->ast};
   s.meaning = ks_meaning_open(ctx, in->ast, arena);
   bool matched = match(&s);
   const char *body = NULL;
@@ -1072,21 +1237,23 @@ static int apply_stream_z(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
   ks_rule_policy p;
   if (ks_rule_policy_read(ctx, arena, in->parent, &p))
     return ks_rt_not_applicable(arena, out, "its launch policy: %s", ctx->error);
-  const char *gz = ks_rt_paren(arena, p.grid[2]), *bz = ks_rt_paren(arena, p.block[2]);
+  const int dim = ax->dim;
+  const char *gz = ks_rt_paren(arena, p.grid[dim]), *bz = ks_rt_paren(arena, p.block[dim]);
   ks_strings guards = {0};
   if (s.loop_form) {
-    /* one thread per (x, y): the launch has no z of its own */
+    /* one thread per column: the launch has no extent of its own along the walk */
     long long g = 0, b = 0;
-    bool ge = !ks_rule_eval(ctx, in, p.grid[2], &g), be = !ks_rule_eval(ctx, in, p.block[2], &b);
+    bool ge = !ks_rule_eval(ctx, in, p.grid[dim], &g), be = !ks_rule_eval(ctx, in, p.block[dim], &b);
     if (ge && be && g * b != 1)
-      return ks_rt_not_applicable(arena, out, "its launch already has a z dimension (%lld)", g * b);
+      return ks_rt_not_applicable(arena, out, "its launch already has a %c dimension (%lld)",
+                                  ax->name, g * b);
     if (!ge || !be)
       *ks_array_push(arena, &guards) = ks_arena_printf(arena, "%s * %s == 1", gz, bz);
     if (param) {
       const char *count = ks_arena_printf(arena, "ceil_div(%s - %s, %d)",
                                           ks_rt_paren(arena, s.hi.items[0].fold),
                                           ks_rt_paren(arena, s.lo.items[0].fold), param);
-      p.grid[2] = ks_arena_printf(arena, "max(%s, 1)", count);
+      p.grid[dim] = ks_arena_printf(arena, "max(%s, 1)", count);
       *ks_array_push(arena, &guards) = ks_arena_printf(arena, "%s <= 65535", count);
     }
   } else {
@@ -1097,15 +1264,15 @@ static int apply_stream_z(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
           ks_arena_printf(arena, "%s * %s >= %s%s", gz, bz, ks_rt_paren(arena, s.hi.items[i].fold),
                           s.hi.items[i].add ? " + 1" : "");
     if (param) {
-      p.grid[2] = ks_arena_printf(arena, "ceil_div(%s, %d)", gz, param);
+      p.grid[dim] = ks_arena_printf(arena, "ceil_div(%s, %d)", gz, param);
     } else {
       long long b = 0;
-      if (!ks_rule_eval(ctx, in, p.block[2], &b) && b != 1)
-        return ks_rt_not_applicable(arena, out, "its block has %lld threads along z; one run of "
-                                                "all planes needs 1", b);
-      if (ks_rule_eval(ctx, in, p.block[2], &b))
+      if (!ks_rule_eval(ctx, in, p.block[dim], &b) && b != 1)
+        return ks_rt_not_applicable(arena, out, "its block has %lld threads along %c; one run of "
+                                                "all %s needs 1", b, ax->name, ax->steps);
+      if (ks_rule_eval(ctx, in, p.block[dim], &b))
         *ks_array_push(arena, &guards) = ks_arena_printf(arena, "%s == 1", bz);
-      p.grid[2] = "1";
+      p.grid[dim] = "1";
     }
   }
   /* the registers hold values read before the stores of earlier planes */
@@ -1126,7 +1293,8 @@ static int apply_stream_z(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
   ks_edits e = {0};
   ks_edits_add(arena, &e, ks_rt_src_at(in, s.k->body->begin), ks_rt_src_at(in, s.k->body->end),
                body);
-  const char *tag = param ? ks_arena_printf(arena, "stream_z=%d", param) : "stream_z=all";
+  const char *tag = param ? ks_arena_printf(arena, "%s=%d", ax->rule, param)
+                          : ks_arena_printf(arena, "%s=all", ax->rule);
   if (ks_rt_finish(ctx, in, arena, &e, tag, out))
     return -1;
   ks_rule_policy_write(arena, &p, &out->child);
@@ -1135,11 +1303,30 @@ static int apply_stream_z(ks_ctx *ctx, const ks_rule_input *in, int param, ks_ar
   return 0;
 }
 
+static int apply_stream_z(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
+                          ks_rule_result *out) {
+  return apply_stream(&axis_z, ctx, in, param, arena, out);
+}
+
+static int apply_stream_y(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
+                          ks_rule_result *out) {
+  return apply_stream(&axis_y, ctx, in, param, arena, out);
+}
+
 const ks_rule ks_rule_stream_z = {
     "stream_z",
     "3-D stencils: each thread walks a run of Z planes along z with its own column's z-1/z/z+1 "
     "values in registers, each read once (param: Z, 0 = all)",
     false,
-    stream_z_choices,
-    sizeof stream_z_choices / sizeof *stream_z_choices,
+    stream_choices,
+    sizeof stream_choices / sizeof *stream_choices,
     apply_stream_z};
+
+const ks_rule ks_rule_stream_y = {
+    "stream_y",
+    "2-D stencils: each thread walks a run of R rows along y with its column's y-1/y/y+1 values "
+    "in registers, each read once (param: R)",
+    false,
+    stream_choices,
+    STREAM_Y_NCHOICES,
+    apply_stream_y};
