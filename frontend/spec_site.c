@@ -148,7 +148,7 @@ static const char *expand_calls(site_env *env, const char *text, unsigned depth)
     ks_strings params = {0}, args = {0};
     ks_ctext_split(env->arena, m->params, m->params + strlen(m->params), &params);
     ks_ctext_split(env->arena, open + 1, close, &args);
-    if (params.len != args.len && !(params.len == 0 && args.len == 0)) {
+    if (params.len != args.len) {
       ks_buf_add(&b, p, (size_t)(e - p));
       p = e;
       continue;

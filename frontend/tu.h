@@ -40,8 +40,7 @@ typedef struct ks_tu {
   struct { CXFile file; const char *path; } files[64];
   unsigned nfiles;
   /* the user's macro definitions (tu_macro.c), read on first use */
-  struct tu_macro *macros;
-  size_t nmacros, macros_cap;
+  KS_ARRAY(struct ks_tu_macro { const char *name; CXCursor def; }) macros;
   bool macros_read;
 } ks_tu;
 

@@ -14,10 +14,7 @@
 #include "ks_ctext.h"
 #include "tu.h"
 
-typedef struct tu_macro {
-  const char *name;
-  CXCursor def;
-} tu_macro;
+typedef struct ks_tu_macro tu_macro;
 
 static enum CXChildVisitResult collect(CXCursor c, CXCursor parent, CXClientData data) {
   (void)parent;
@@ -25,15 +22,7 @@ static enum CXChildVisitResult collect(CXCursor c, CXCursor parent, CXClientData
   if (clang_getCursorKind(c) != CXCursor_MacroDefinition || ks_tu_in_system(c) ||
       clang_Cursor_isMacroBuiltin(c))
     return CXChildVisit_Continue;
-  if (tu->nmacros == tu->macros_cap) {
-    size_t cap = tu->macros_cap ? tu->macros_cap * 2 : 64;
-    tu_macro *grown = ks_arena_alloc(tu->arena, cap * sizeof *grown);
-    if (tu->nmacros)
-      memcpy(grown, tu->macros, tu->nmacros * sizeof *grown);
-    tu->macros = grown;
-    tu->macros_cap = cap;
-  }
-  tu_macro *m = &tu->macros[tu->nmacros++];
+  tu_macro *m = ks_array_push(tu->arena, &tu->macros);
   m->name = ks_tu_spelling(tu, c);
   m->def = c;
   return CXChildVisit_Continue;
@@ -49,8 +38,8 @@ static void read_macros(ks_tu *tu) {
 /* The definition of `name` a launch at `at` sees: the last one made before
  * it (one after it in the launch's own file is not yet made), else none. */
 static const tu_macro *lookup(ks_tu *tu, const char *name, size_t len, ks_loc at) {
-  const tu_macro *all = tu->macros, *found = NULL;
-  for (size_t i = 0; i < tu->nmacros; i++) {
+  const tu_macro *all = tu->macros.items, *found = NULL;
+  for (size_t i = 0; i < tu->macros.len; i++) {
     if (strlen(all[i].name) != len || memcmp(all[i].name, name, len))
       continue;
     ks_loc l = ks_tu_loc(tu, clang_getCursorLocation(all[i].def));
@@ -113,7 +102,7 @@ static void add_named(ks_tu *tu, const char *text, ks_launch *out) {
 
 void ks_tu_launch_macros(ks_tu *tu, const char *context, ks_launch *out) {
   read_macros(tu);
-  if (!tu->nmacros)
+  if (!tu->macros.len)
     return;
   const char *texts[] = {context, out->grid, out->block, out->smem};
   for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
