@@ -332,6 +332,19 @@ def merge(out, parts):
     print("wrote %s.json and .md" % base)
 
 
+def tools():
+    """The tool, nvcc, the GPU's name and its label for result file names."""
+    ks = os.path.realpath(os.environ.get("KS_BIN", os.path.join(ROOT, "build/cli/kernelsmith-cc")))
+    nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    try:
+        dev = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip().splitlines()
+    except OSError:
+        dev = []
+    dev = dev[0] if dev else "no GPU"
+    return ks, nvcc, dev, dev.replace("NVIDIA ", "").replace(" ", "-").lower()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=int(os.environ.get("KS_E2E_SECONDS", "30")),
@@ -346,15 +359,7 @@ def main():
     args = ap.parse_args()
     if args.merge:
         return merge(args.merge[0], args.merge[1:])
-    ks = os.path.realpath(os.environ.get("KS_BIN", os.path.join(ROOT, "build/cli/kernelsmith-cc")))
-    nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    try:
-        dev = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip().splitlines()
-    except OSError:
-        dev = []
-    dev = dev[0] if dev else "no GPU"
-    label = dev.replace("NVIDIA ", "").replace(" ", "-").lower()
+    ks, nvcc, dev, label = tools()
     os.makedirs(args.work, exist_ok=True)
     os.makedirs(args.results, exist_ok=True)
     stamp = datetime.date.today().isoformat()

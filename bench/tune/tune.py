@@ -168,20 +168,14 @@ def main():
     ap.add_argument("--work", default=os.path.join(e2e.ROOT, "bench/out/tune"))
     ap.add_argument("--compare", default="", help="bench/e2e's JSON of the same programs")
     args = ap.parse_args()
-    ks = os.path.realpath(os.environ.get("KS_BIN", os.path.join(e2e.ROOT, "build/cli/kernelsmith-cc")))
-    nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    try:
-        dev = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip().splitlines()
-    except OSError:
-        dev = []
-    dev = dev[0] if dev else "no GPU"
-    label = dev.replace("NVIDIA ", "").replace(" ", "-").lower()
+    ks, nvcc, dev, label = e2e.tools()
     os.makedirs(args.work, exist_ok=True)
     os.makedirs(args.results, exist_ok=True)
     stamp = datetime.date.today().isoformat()
     base = os.path.join(args.results, "tune-%s-%s" % (label, stamp))
     rows = []
+    summary = {"device": dev, "date": stamp, "command": "bench/tune/tune.py " + " ".join(sys.argv[1:]),
+               "seconds_per_kernel": args.seconds, "programs": rows}
     for p in e2e.programs(args):
         t0 = time.time()
         try:
@@ -192,8 +186,6 @@ def main():
         rows.append(r)
         compare(rows, args.compare)
         print(table([r]).split("\n", 2)[-1], flush=True)
-        summary = {"device": dev, "date": stamp, "command": "bench/tune/tune.py " + " ".join(sys.argv[1:]),
-                   "seconds_per_kernel": args.seconds, "programs": rows}
         json.dump(summary, open(base + ".json", "w"), indent=1)
     ok = sum(1 for r in rows if r.get("check_after"))
     ratios = [k["ratio"] for r in rows for k in r.get("kernels", []) if k.get("ratio")]
