@@ -271,10 +271,6 @@ struct allocation {
   bool single;            /* memory the driver maps at this range only */
 };
 
-inline bool same(const allocation &a, const allocation &b) {
-  return a.id == b.id && a.start == b.start && a.size == b.size;
-}
-
 /* Two allocations whose bytes cannot meet: different ids, address ranges
  * apart, and both of memory the driver lays out itself (cudaMalloc,
  * cudaMallocAsync pools, managed memory), which no other address maps.
@@ -318,6 +314,28 @@ inline bool allocation_of(std::uintptr_t a, allocation *out) {
     return false;
   *out = allocation{id, s, size, managed || legacy_ipc || pool};
   return true;
+#endif
+}
+
+/* The buffer id of the allocation holding address `a`, one attribute in
+ * one driver call: what a launch with the same pointers asks of its
+ * witness (alias_cache). 0 when it is unknown, as in allocation_of. */
+inline unsigned long long buffer_id_of(std::uintptr_t a) {
+#ifdef KERNELSMITH_DISABLE
+  (void)a;
+  return 0;
+#else
+  pointer_query_fn fn = pointer_query_hook().load(std::memory_order_relaxed);
+  if (!fn)
+    fn = driver_pointer_query();
+  if (!fn || !a)
+    return 0;
+  int attr = attr_buffer_id;
+  unsigned long long id = 0;
+  void *data = &id;
+  if (fn(1, &attr, &data, static_cast<deviceptr>(a)) != 0)
+    return 0;
+  return id;
 #endif
 }
 
@@ -370,9 +388,9 @@ inline bool disjoint(const volatile void *p, std::size_t pbytes, const volatile 
  *
  *   - "Disjoint" is remembered with the allocation of ONE of the pointers,
  *     the witness. A launch with the same two pointers asks the driver
- *     about the witness alone: in the allocation of the same id and range,
- *     the answer stands; otherwise both are asked (the witness's fresh
- *     answer reused: two calls, not three).
+ *     for the buffer id of the witness alone (one call, one attribute):
+ *     the same id, the answer stands; otherwise both allocations are
+ *     asked in full (three calls, only when memory changed).
  *   - "Not disjoint" (one allocation, memory that may be mapped twice, a
  *     pointer unknown) is answered from memory for the next RECHECK - 1
  *     launches with the same pointers, with no call; then they are asked
@@ -386,7 +404,9 @@ inline bool disjoint(const volatile void *p, std::size_t pbytes, const volatile 
  * witness w was in allocation X (range R) and the other pointer v in an
  * allocation apart from X, so v was outside R; X is memory the driver maps
  * at R only (detail::apart). Now w's allocation has X's id: X was never
- * freed, still owns R, and still has no other address. v has the same
+ * freed (a freed id never comes back), so it is the same allocation, which
+ * still owns R (an allocation neither moves nor grows) and still has no
+ * other address. v has the same
  * value, so it is still outside R. w's bytes lie in R; v's bytes lie in
  * whatever holds v now (its old allocation, one made since at its place,
  * host memory, nothing), which cannot be inside R nor map X's memory
@@ -433,11 +453,17 @@ private:
       detail::allocation pa{}, qa{};
       bool known, flip = false;
       if (again && state == slot_apart) {
+        /* The id alone: an allocation keeps its id, range and kind for
+         * life and ids are never reused, so the same id is the same live
+         * allocation X (one attribute costs the driver less than six). */
+        const unsigned long long id = detail::buffer_id_of(witness_q ? b : a);
+        if (!id)
+          return not_apart(a, b);
+        if (id == witness.id)
+          return true;
         detail::allocation &now = witness_q ? qa : pa;
         if (!detail::allocation_of(witness_q ? b : a, &now))
           return not_apart(a, b);
-        if (detail::same(now, witness))
-          return true;
         flip = true; /* the witness's allocation changed: the other may outlive it */
         known = witness_q ? detail::allocation_of(a, &pa) : detail::allocation_of(b, &qa);
       } else {
