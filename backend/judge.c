@@ -559,6 +559,79 @@ static void set_timing_defaults(ks_timing_options *t) {
     t->min_clock_fraction = 0.75;
 }
 
+/* Screening puts off verifying a size this large (docs/judge.md,
+ * "Screening"). */
+enum { SCREEN_DEFER_BYTES = 64u << 20 };
+
+static bool deferrable(const ks_subject *s, size_t i) {
+  return workload_bytes(&s->workloads[i]) >= SCREEN_DEFER_BYTES;
+}
+
+/* One size set verified: `nseeds` fresh seeds (one for captured inputs,
+ * which are the same for every seed). -1: the judge itself failed; 1: the
+ * size decided the verdict (WRONG, a crash: e->verdict and e->reason set);
+ * 0: verified. */
+static int verify_size(ks_ctx *ctx, ks_judge *j, ks_subject *s, size_t i, ks_module base,
+                       ks_module cand, ks_launch_cfg launch, unsigned nseeds, ks_arena *a,
+                       ks_eval *e, ks_size_report *sr) {
+  bool captured = s->workloads[i].captured;
+  unsigned n = captured ? 1 : nseeds;
+  unsigned long long *seeds = ks_arena_alloc(a, n * sizeof *seeds);
+  for (unsigned k = 0; k < n; k++)
+    seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);
+  ks_run_request req = {.base = base, .cand = cand, .ref = workload_ref(s, &s->workloads[i]),
+                        .work = &s->workloads[i], .cand_launch = launch, .seeds = seeds,
+                        .nseeds = n, .verify = true};
+  ks_run_result vr;
+  if (run(ctx, j, &req, a, &vr))
+    return -1;
+  ks_run_result *rr = &vr;
+  e->base_registers = rr->base_registers;
+  e->cand_registers = rr->cand_registers;
+  e->base_spills = rr->base_spill_bytes;
+  e->cand_spills = rr->cand_spill_bytes;
+  e->base_smem = rr->base_static_smem;
+  e->cand_smem = rr->cand_static_smem;
+  /* The reference is the original's, not the candidate's: its failure
+   * leaves nothing to judge against. */
+  bool ref_failed = rr->status != KS_RUN_OK && rr->error_kernel && !strcmp(rr->error_kernel, "ref");
+  if (ref_failed && !s->fp64_reference) {
+    /* The reference captured inputs get by default, not one the spec
+     * asks for: dropped, said once, and the size run again without it. */
+    ks_warn(ctx, "%s: the fp64 reference failed on captured size '%s' (%s): captured inputs "
+                 "are judged against the original alone", s->kernel, sr->size,
+            rr->error ? rr->error : "failed");
+    s->ref = (ks_module){0};
+    req.ref = s->ref;
+    if (run(ctx, j, &req, a, &vr))
+      return -1;
+    ref_failed = false;
+  }
+  if (ref_failed)
+    return ks_fail(ctx, "kernel '%s': its fp64 reference failed on size '%s': %s", s->kernel,
+                   sr->size, rr->error ? rr->error : "failed");
+  if (rr->status != KS_RUN_OK) {
+    const char *who = !rr->error_kernel                 ? ""
+                      : !strcmp(rr->error_kernel, "base") ? ", in the original"
+                                                         : ", in the variant";
+    e->verdict = status_verdict(rr->status);
+    e->reason = ks_arena_printf(a, "%s (size '%s'%s)", rr->error ? rr->error : "failed",
+                                sr->size, who);
+    return 1;
+  }
+  sr->seeds = rr->seeds;
+  for (size_t k = 0; k < rr->seeds.len; k++) {
+    fill_errors(e, &rr->seeds.items[k]);
+    const char *why = seed_problem(a, &rr->seeds.items[k], sr->size);
+    if (why) {
+      e->verdict = KS_VERDICT_WRONG;
+      e->reason = why;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c,
                   ks_arena *a, ks_eval *e) {
   memset(e, 0, sizeof *e);
@@ -569,6 +642,7 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
   ks_timing_options timing = j->opts.timing;
   set_timing_defaults(&timing);
   ks_module cand = {0}, base = s->base;
+  size_t other = 0, ndeferred = 0;
   e->compiler = s->nvcc ? "nvcc" : "nvrtc";
   e->compiler_note = s->compiler_note;
   e->machine_code_note = s->machine_code_note;
@@ -609,7 +683,6 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
                                   s->workloads[timed].size_name);
       goto out;
     }
-    size_t other = 0;
     for (size_t i = 0; i < s->nworkloads; i++)
       other += i != timed && c->guards_hold[i];
     if (s->nworkloads > 1 && !other) {
@@ -619,7 +692,17 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
       goto out;
     }
 
-    /* Verification: every size set its guards allow, several fresh seeds. */
+    /* Verification: every size set its guards allow, several fresh seeds.
+     * Screening (the search's quick judgement) leaves out two kinds:
+     *  - the timed size, the largest and slowest to verify, when another
+     *    size is checked: only the recheck of the last timed output below
+     *    verifies it, on one fresh input set;
+     *  - any other size whose buffers hold SCREEN_DEFER_BYTES or more (a
+     *    large captured launch: 64M floats took 3-5 s to verify, nearly
+     *    all of an evaluation): verified after timing, and only when the
+     *    timing made the variant FAST, since nothing slower is kept as a
+     *    result. Its report says 'screened' when it was not verified.
+     * A winner is judged again in full. */
     for (size_t i = 0; i < s->nworkloads; i++) {
       ks_size_report *sr = ks_array_push(a, &e->sizes);
       sr->size = s->workloads[i].size_name;
@@ -628,72 +711,20 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
       sr->launch = c->launches[i];
       if (!sr->guards_hold)
         continue;
-      /* Screening (the search's quick judgement): the timed size, the
-       * largest and slowest to verify, is checked only by the recheck of
-       * the last timed output below, on one fresh input set; the other
-       * sizes get every seed. A winner is judged again in full. */
       if (j->opts.screen && i == timed && other) {
         sr->screened = true;
         continue;
       }
-      /* Captured inputs are the same for every seed: one run says it all. */
-      bool captured = s->workloads[i].captured;
-      unsigned n = captured ? 1 : nseeds;
-      unsigned long long *seeds = ks_arena_alloc(a, n * sizeof *seeds);
-      for (unsigned k = 0; k < n; k++)
-        seeds[k] = mix(mix(j->opts.seed, i + 1), k + 1);
-      ks_run_request req = {.base = base, .cand = cand,
-                            .ref = workload_ref(s, &s->workloads[i]),
-                            .work = &s->workloads[i], .cand_launch = c->launches[i],
-                            .seeds = seeds, .nseeds = n, .verify = true};
-      ks_run_result vr;
-      if (run(ctx, j, &req, a, &vr))
+      if (j->opts.screen && !j->opts.no_time && deferrable(s, i)) {
+        sr->screened = true;
+        ndeferred++;
+        continue;
+      }
+      int vs = verify_size(ctx, j, s, i, base, cand, c->launches[i], nseeds, a, e, sr);
+      if (vs < 0)
         return -1;
-      ks_run_result *rr = &vr;
-      e->base_registers = rr->base_registers;
-      e->cand_registers = rr->cand_registers;
-      e->base_spills = rr->base_spill_bytes;
-      e->cand_spills = rr->cand_spill_bytes;
-      e->base_smem = rr->base_static_smem;
-      e->cand_smem = rr->cand_static_smem;
-      /* The reference is the original's, not the candidate's: its failure
-       * leaves nothing to judge against. */
-      bool ref_failed =
-          rr->status != KS_RUN_OK && rr->error_kernel && !strcmp(rr->error_kernel, "ref");
-      if (ref_failed && !s->fp64_reference) {
-        /* The reference captured inputs get by default, not one the spec
-         * asks for: dropped, said once, and the size run again without it. */
-        ks_warn(ctx, "%s: the fp64 reference failed on captured size '%s' (%s): captured inputs "
-                     "are judged against the original alone", s->kernel, sr->size,
-                rr->error ? rr->error : "failed");
-        s->ref = (ks_module){0};
-        req.ref = s->ref;
-        if (run(ctx, j, &req, a, &vr))
-          return -1;
-        ref_failed = false;
-      }
-      if (ref_failed)
-        return ks_fail(ctx, "kernel '%s': its fp64 reference failed on size '%s': %s", s->kernel,
-                       sr->size, rr->error ? rr->error : "failed");
-      if (rr->status != KS_RUN_OK) {
-        const char *who = !rr->error_kernel ? ""
-                          : !strcmp(rr->error_kernel, "base") ? ", in the original"
-                                                             : ", in the variant";
-        e->verdict = status_verdict(rr->status);
-        e->reason = ks_arena_printf(a, "%s (size '%s'%s)", rr->error ? rr->error : "failed",
-                                    sr->size, who);
+      if (vs > 0)
         goto out;
-      }
-      sr->seeds = rr->seeds;
-      for (size_t k = 0; k < rr->seeds.len; k++) {
-        fill_errors(e, &rr->seeds.items[k]);
-        const char *why = seed_problem(a, &rr->seeds.items[k], sr->size);
-        if (why) {
-          e->verdict = KS_VERDICT_WRONG;
-          e->reason = why;
-          goto out;
-        }
-      }
     }
   }
   if (j->opts.no_time) {
@@ -744,6 +775,22 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
     }
   }
   decide(j, a, e);
+  if (ndeferred && e->verdict == KS_VERDICT_FAST) {
+    /* The large sizes screening put off, now that they matter. */
+    for (size_t i = 0; i < s->nworkloads; i++) {
+      ks_size_report *sr = &e->sizes.items[i];
+      if (!sr->guards_hold || !sr->screened || (i == timed && other))
+        continue;
+      sr->screened = false;
+      const char *reason = e->reason;
+      int vs = verify_size(ctx, j, s, i, base, cand, c->launches[i], nseeds, a, e, sr);
+      if (vs < 0)
+        return -1;
+      if (vs > 0)
+        goto out; /* WRONG, a crash: the timing no longer matters */
+      e->reason = reason;
+    }
+  }
   if (e->verdict == KS_VERDICT_FAST || e->verdict == KS_VERDICT_SAME ||
       e->verdict == KS_VERDICT_SLOW)
     time_warm(ctx, j, s, &req, a, e);

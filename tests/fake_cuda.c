@@ -483,6 +483,28 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int b
   return CUDA_SUCCESS;
 }
 
+/* FAKE_CUDA_SLOW_BLOCK=B:MS makes every launch with blockDim.x == B take
+ * MS milliseconds longer, so that a test can have a search find FAST
+ * variants (another block size) on the stand-in. */
+static void slow_block(unsigned bx) {
+  static int parsed;
+  static unsigned block;
+  static double ms;
+  if (!parsed) {
+    const char *e = getenv("FAKE_CUDA_SLOW_BLOCK");
+    if (e && sscanf(e, "%u:%lf", &block, &ms) != 2)
+      block = 0;
+    parsed = 1;
+  }
+  if (!block || bx != block || ms <= 0)
+    return;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
+}
+
 CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
                         CUstream s, void **params, void **extra) {
@@ -490,6 +512,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
   if ((size_t)bx * by * bz > 1024 || !gx || !gy || !gz || !bx || !by || !bz)
     return CUDA_ERROR_INVALID_VALUE;
   kernel_args a = {params, (size_t)gx * gy * gz * bx * by * bz, f->module};
+  slow_block(bx);
   CUresult r = f->run(&a);
   if (r != CUDA_SUCCESS)
     sticky = r; /* reported by the next call, as a GPU reports it at the sync */

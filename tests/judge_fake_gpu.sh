@@ -127,5 +127,47 @@ got=$("$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/exp_tanh.cu"
       --max-seconds 0.3 --cache-dir "$tmp/cubins" --json "$fixtures/warm/gelu_small.cu" 2>&1 |
       field 'd["warm"] is None')
 [ "$got" = True ] && ok "check without --warm" "not timed warm" || bad "check without --warm" "got: ${got:-no JSON}"
+
+# Screening: in a search, the 64 MiB size set of gelu_big.cu is verified
+# after timing and only for a FAST variant (the others say 'screened' and
+# carry no seeds there); `check`, unscreened, verifies it for every variant.
+# The stand-in makes the original's block size (256) 5 ms slower, so that
+# other block sizes come out FAST (set in the worker's wrapper: the worker
+# gets only the environment it needs).
+printf '#!/bin/sh\nFAKE_CUDA_SLOW_BLOCK=256:5 LD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$fake" "$worker" >"$tmp/worker-slow"
+chmod +x "$tmp/worker-slow"
+KERNELSMITH_WORKER="$tmp/worker-slow" "$bin" -q optimize --rounds 3 --max-evals 12 --sample-seconds 0.05 --no-confirm --compiler nvrtc \
+  --store "$tmp/screen" --json "$fixtures/screen/gelu_big.cu" >"$tmp/screen.json" 2>"$tmp/screen.err"
+rc=$?
+got=$(python3 - "$tmp/screen/kernelsmith.db" <<'PY' 2>&1
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+seen = {"screened": 0, "verified": 0}
+for verdict, doc in db.execute("SELECT verdict, json FROM evaluations WHERE variant IS NOT NULL"):
+    big = [s for s in json.loads(doc).get("sizes", []) if s["name"] == "big"]
+    if not big:
+        continue
+    big = big[0]
+    small = [s for s in json.loads(doc)["sizes"] if s["name"] == "small"][0]
+    if verdict == "FAST":
+        assert not big.get("screened") and big["seeds"], ("FAST unverified", big)
+        seen["verified"] += 1
+    elif verdict in ("SAME", "SLOW"):
+        assert big.get("screened") and not big["seeds"] and small["seeds"], (verdict, big)
+        seen["screened"] += 1
+assert seen["screened"] >= 1 and seen["verified"] >= 1, seen
+print("ok", seen)
+PY
+)
+if [ $rc -eq 0 ] && [[ "$got" == ok* ]]; then
+  ok "optimize: large size screened" "${got#ok }"
+else
+  bad "optimize: large size screened" "exit $rc: $got $(tail -2 "$tmp/screen.err")"
+fi
+got=$("$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/exp_tanh.cu" --seeds 1 \
+      --max-seconds 0.3 --cache-dir "$tmp/cubins" --json "$fixtures/screen/gelu_big.cu" 2>&1 |
+      field '[len(s["seeds"]) > 0 and not s.get("screened") for s in d["sizes"] if s["name"] == "big"] == [True]')
+[ "$got" = True ] && ok "check: large size verified" "unscreened" ||
+  bad "check: large size verified" "got: ${got:-no JSON}"
 echo "judge_fake_gpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
