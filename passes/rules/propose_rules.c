@@ -2,7 +2,8 @@
  *
  * A parent is parsed once (ks_rules_prepare) and kept; every draw then
  * deals out the (rule, parameter) pairs, one of each rule per turn in a
- * shuffled order, and applies them in that order until enough apply. A rule already in the parent's chain is not applied again:
+ * shuffled order (rewrites before tuning rules), and applies them in that
+ * order until enough apply. A rule already in the parent's chain is not applied again:
  * its other parameters are tried on the parent's parent instead (siblings),
  * which keeps chains short and readable. */
 #include <stdio.h>
@@ -98,6 +99,22 @@ static int rules_propose(void *self, ks_ctx *ctx, const ks_node *parent,
     size_t j = ks_rng_below(rng, i), t = order[i - 1];
     order[i - 1] = order[j];
     order[j] = t;
+  }
+  /* In each turn the rewrites go before the tuning rules (block sizes,
+   * unroll factors, launch bounds), each group in its shuffled order: a
+   * search with time for a handful of candidates (a kernel whose every
+   * run moves hundreds of megabytes) should spend them on the changes
+   * that can give several times the speed, not on a block size. */
+  if (!rp->tuning_only) {
+    size_t k = 0;
+    size_t *tail = ks_arena_alloc(&scratch, (nused ? nused : 1) * sizeof *tail);
+    size_t ntail = 0;
+    for (size_t u = 0; u < nused; u++)
+      if (rules[order[u]]->tuning)
+        tail[ntail++] = order[u];
+      else
+        order[k++] = order[u];
+    memcpy(order + k, tail, ntail * sizeof *tail);
   }
   size_t most = 0;
   for (size_t u = 0; u < nused; u++) {
