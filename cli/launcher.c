@@ -3,10 +3,11 @@
  *     kernelsmith-cc nvcc ARGS...
  *     CMAKE_CUDA_COMPILER_LAUNCHER=kernelsmith-cc          (or "kernelsmith-cc;ccache")
  *
- * For a compile (-c) of one .cu file that has verified winners in the
- * nearest results store, built for the architecture they were verified on,
- * it writes a rewritten copy beside the object file (never in the source
- * tree), with #line directives that keep every original line's number and
+ * For a compile (-c, -dc) of one .cu file, or a build of a program from .cu
+ * files in one command (`nvcc -o app a.cu b.cu`), each .cu file that has
+ * verified winners in the nearest results store, built for the
+ * architecture they were verified on, gets a rewritten copy beside the
+ * output (never in the source tree), with #line directives that keep every original line's number and
  * file, and compiles that copy instead, with the source's directory on the
  * include path. Everything else is passed through untouched (exec of the
  * same arguments: byte-identical objects). A problem inside the tool, or a
@@ -156,30 +157,53 @@ static bool targets_arch(char **argv, int argc, int arch) {
   return false;
 }
 
+enum { MAX_SOURCES = 64 };
+
 typedef struct plan {
-  int src;            /* index of the .cu argument */
-  const char *output; /* the -o value, or NULL */
-  bool compile;       /* -c */
+  int src[MAX_SOURCES]; /* indexes of the .cu arguments */
+  int nsrc;
+  const char *output;   /* the -o value, or NULL */
+  bool compile;         /* -c or -dc: an object per source */
 } plan;
 
+/* Modes whose output is not an object or a program (preprocessing,
+ * dependencies, PTX, cubins, device links): passed through. */
+static bool other_mode(const char *a) {
+  static const char *const modes[] = {"-E", "-M", "-MM", "-ptx", "-cubin", "-fatbin", "-lib",
+                                      "-dlink", "-run", "--preprocess", "--generate-dependencies",
+                                      "--ptx", "--cubin", "--fatbin", "--lib", "--device-link",
+                                      "--run", "-optix-ir", "--optix-ir", "-dryrun", "--dryrun"};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+    if (!strcmp(a, modes[i]))
+      return true;
+  return false;
+}
+
+/* A compile of one .cu file (-c, -dc), or a build of a program from one or
+ * more .cu files (compile and link in one command, as `nvcc -o app a.cu
+ * b.cu` does): the .cu arguments are rewritten, everything else kept. */
 static bool read_plan(char **argv, int argc, plan *p) {
   memset(p, 0, sizeof *p);
-  p->src = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "-c") || !strcmp(a, "--compile"))
+    if (!strcmp(a, "-c") || !strcmp(a, "--compile") || !strcmp(a, "-dc") ||
+        !strcmp(a, "--device-c"))
       p->compile = true;
+    else if (other_mode(a))
+      return false;
     else if (!strcmp(a, "-o") && i + 1 < argc)
       p->output = argv[++i];
     else if (!strncmp(a, "--output-file=", 14))
       p->output = a + 14;
     else if (a[0] != '-' && ks_path_has_ext(a, ".cu") && ks_is_file(a)) {
-      if (p->src >= 0)
-        return false; /* several sources: passed through */
-      p->src = i;
+      if (p->nsrc == MAX_SOURCES)
+        return false;
+      p->src[p->nsrc++] = i;
     }
   }
-  return p->compile && p->src >= 0;
+  /* -c with several sources makes an object per source, named after each:
+   * a rewritten copy would change the names. Passed through. */
+  return p->nsrc == 1 || (p->nsrc > 1 && !p->compile);
 }
 
 /* What the pipeline asks of the command line: does it build for sm_<arch>? */
@@ -221,6 +245,61 @@ static int put_file(ks_ctx *ctx, const char *path, const char *text) {
   return ks_safe_write(ctx, path, NULL, text, strlen(text));
 }
 
+/* What nvcc names its output when there is no -o: SRC's base name with
+ * .o for a compile (in the current directory), a.out for a program. */
+static const char *default_output(ks_arena *a, const char *src, bool compile) {
+  if (!compile)
+    return "a.out";
+  const char *base = strrchr(src, '/');
+  base = base ? base + 1 : src;
+  size_t n = strlen(base);
+  return ks_arena_printf(a, "%.*s.o", (int)(n > 3 ? n - 3 : n), base);
+}
+
+/* One source of the command: its rewritten copy, or NULL when it is to be
+ * compiled as written (no store, nothing to do: logged as passed). -1: a
+ * problem, said in a warning and logged (the whole command then falls back). */
+static int rewrite_source(ks_ctx *ctx, ks_arena *a, char **argv, int argc, const char *arg,
+                          const char *copy, const char **out, char **store_out) {
+  *out = NULL;
+  *store_out = NULL;
+  char *src = ks_realpath(arg);
+  if (!src)
+    return 0;
+  char *dir = ks_path_dirname(src);
+  char *store_dir = find_store(dir);
+  free(dir);
+  if (!store_dir) {
+    free(src);
+    return 0;
+  }
+  *store_out = store_dir;
+  const char *text = NULL, *why = NULL;
+  ctx->error[0] = '\0';
+  int rc = 0;
+  if (rewrite(ctx, a, store_dir, src, argv, argc, &text, &why)) {
+    if (!ctx->error[0]) /* every failure says why; this one did not */
+      ks_fail(ctx, "the rewrite failed without a reason (a bug: please report it)");
+    rc = -1;
+  } else if (!text) {
+    log_line(store_dir, "passed", src, why);
+  } else {
+    char *cdir = ks_path_dirname(copy);
+    char *header = ks_path_join(cdir, "kernelsmith_dispatch.h");
+    free(cdir);
+    rc = put_file(ctx, copy, text) || put_file(ctx, header, ks_runtime_header) ? -1 : 0;
+    free(header);
+    if (!rc)
+      *out = copy;
+  }
+  if (rc) {
+    ks_warn(ctx, "%s: compiled as written: %s", arg, ctx->error);
+    log_line(store_dir, "fell back", src, ctx->error);
+  }
+  free(src);
+  return rc;
+}
+
 int ks_launcher_run(ks_ctx *ctx, int argc, char **argv) {
   plan p;
   /* ccache and sccache: the compiler is their first argument. */
@@ -228,73 +307,70 @@ int ks_launcher_run(ks_ctx *ctx, int argc, char **argv) {
               strstr(argv[0], "/ccache") || strstr(argv[0], "/sccache")) ? 1 : 0;
   if (!read_plan(argv + skip, argc - skip, &p))
     goto pass;
-  p.src += skip;
-  char *src = ks_realpath(argv[p.src]);
-  if (!src)
-    goto pass;
-  char *dir = ks_path_dirname(src);
-  char *store_dir = find_store(dir);
-  free(dir);
-  if (!store_dir) {
-    free(src);
-    goto pass;
-  }
   ks_arena a = KS_ARENA_INIT;
-  const char *obj = p.output ? p.output : ks_arena_printf(&a, "%s.o", argv[p.src]);
-  const char *copy = ks_arena_printf(&a, "%s.ks.cu", obj);
-  const char *text = NULL, *why = NULL;
-  int rc;
-  ctx->error[0] = '\0';
-  if (rewrite(ctx, &a, store_dir, src, argv + skip, argc - skip, &text, &why)) {
-    if (!ctx->error[0]) /* every failure says why; this one did not */
-      ks_fail(ctx, "the rewrite failed without a reason (a bug: please report it)");
-    ks_warn(ctx, "%s: compiled as written: %s", argv[p.src], ctx->error);
-    log_line(store_dir, "fell back", src, ctx->error);
-    goto plain;
+  const char *out = p.output ? p.output : default_output(&a, argv[p.src[0] + skip], p.compile);
+  const char *copies[MAX_SOURCES] = {0};
+  char *stores[MAX_SOURCES] = {0};
+  int nrewritten = 0, failed = 0, rc;
+  for (int k = 0; k < p.nsrc && !failed; k++) {
+    /* Beside the output, never in the source tree: OUT.ks.cu for one
+     * source, OUT.ks.N.BASE for each of several. */
+    const char *arg = argv[p.src[k] + skip], *base = strrchr(arg, '/');
+    const char *copy = p.nsrc == 1 ? ks_arena_printf(&a, "%s.ks.cu", out)
+                                   : ks_arena_printf(&a, "%s.ks.%d.%s", out, k, base ? base + 1 : arg);
+    failed = rewrite_source(ctx, &a, argv + skip, argc - skip, arg, copy, &copies[k], &stores[k]);
+    nrewritten += copies[k] != NULL;
   }
-  if (!text) {
-    log_line(store_dir, "passed", src, why);
+  if (failed || !nrewritten)
     goto plain;
-  }
-  char *cdir = ks_path_dirname(copy);
-  char *header = ks_path_join(cdir, "kernelsmith_dispatch.h");
-  free(cdir);
-  int wrc = put_file(ctx, copy, text) || put_file(ctx, header, ks_runtime_header);
-  free(header);
-  if (wrc) {
-    ks_warn(ctx, "%s: compiled as written: %s", argv[p.src], ctx->error);
-    log_line(store_dir, "fell back", src, ctx->error);
-    goto plain;
-  }
-  /* The copy instead of the source, the source's directory first on the
-   * include path for its quoted includes. */
-  char **args = ks_arena_alloc(&a, (size_t)(argc + 2) * sizeof *args);
-  char *srcdir = ks_path_dirname(src);
+  /* Each copy instead of its source, the source's directory first on the
+   * include path for its quoted includes; the output named as the plain
+   * command names it. */
+  char **args = ks_arena_alloc(&a, (size_t)(argc + 2 * p.nsrc + 3) * sizeof *args);
   int n = 0;
   for (int i = 0; i < argc; i++) {
-    if (i == p.src) {
-      args[n++] = ks_arena_printf(&a, "-I%s", srcdir);
-      args[n++] = (char *)copy;
+    int k = -1;
+    for (int j = 0; j < p.nsrc; j++)
+      if (p.src[j] + skip == i)
+        k = j;
+    if (k >= 0 && copies[k]) {
+      char *src = ks_realpath(argv[i]);
+      char *srcdir = src ? ks_path_dirname(src) : NULL;
+      args[n++] = ks_arena_printf(&a, "-I%s", srcdir ? srcdir : ".");
+      args[n++] = (char *)copies[k];
+      free(srcdir);
+      free(src);
     } else {
       args[n++] = argv[i];
     }
   }
-  args[n] = NULL;
-  free(srcdir);
-  rc = run_command(args);
-  if (rc == 0) {
-    log_line(store_dir, "rewritten", src, NULL);
-    goto done;
+  if (!p.output) {
+    args[n++] = "-o";
+    args[n++] = (char *)out;
   }
-  ks_warn(ctx, "%s: the rewritten copy (%s) did not compile; compiling it as written", argv[p.src],
-          copy);
-  log_line(store_dir, "fell back", src, "the rewritten copy did not compile");
+  args[n] = NULL;
+  rc = run_command(args);
+  for (int k = 0; k < p.nsrc; k++) {
+    if (!copies[k])
+      continue;
+    char *src = ks_realpath(argv[p.src[k] + skip]);
+    if (rc == 0)
+      log_line(stores[k], "rewritten", src ? src : argv[p.src[k] + skip], NULL);
+    else
+      log_line(stores[k], "fell back", src ? src : argv[p.src[k] + skip],
+               "the rewritten copy did not compile");
+    free(src);
+  }
+  if (rc == 0)
+    goto done;
+  ks_warn(ctx, "%s: the rewritten cop%s did not compile; compiling as written",
+          argv[p.src[0] + skip], nrewritten > 1 ? "ies" : "y");
 plain:
   rc = run_command(argv);
 done:
+  for (int k = 0; k < p.nsrc; k++)
+    free(stores[k]);
   ks_arena_release(&a);
-  free(store_dir);
-  free(src);
   return rc;
 pass:
   execvp(argv[0], argv);

@@ -6,6 +6,7 @@
 # launcher) on the programs named by KS_E2E_SETS (legacy,apps,polybench) and
 # KS_E2E_ONLY, with KS_E2E_SECONDS of search per hot kernel. PolyBench-ACC's
 # sources (fetched, never committed) are found at KS_POLYBENCH.
+# KS_E2E_TUNE=1 runs bench/tune/tune.py instead (--compare KS_TUNE_COMPARE).
 # Everything it writes goes to $OUT (or ./gpu-e2e-out).
 set -u
 cd "$(dirname "$0")/.."
@@ -28,9 +29,17 @@ if [ "${KS_E2E_TESTS:-1}" = 1 ]; then
   done
   KS_RESULTS="$dest" bench/dispatch/run.sh 2>&1 | tee "$logs/dispatch.log"
 fi
+if [ "${KS_E2E_TUNE:-0}" = 1 ]; then
+  # bench/tune instead: `tune` on the programs with their specs stripped,
+  # compared with the step-by-step path's JSON KS_TUNE_COMPARE.
+  KS_BIN=$ks/bin/kernelsmith-cc timeout "${KS_E2E_LIMIT:-3000}" python3 bench/tune/tune.py --results "$dest" \
+    --work "$logs/e2e" --seconds "${KS_E2E_SECONDS:-20}" --sets "${KS_E2E_SETS:-apps}" \
+    --only "${KS_E2E_ONLY:-}" ${KS_TUNE_COMPARE:+--compare "$KS_TUNE_COMPARE"} 2>&1 | tee "$logs/tune.txt"
+else
 KS_BIN=$ks/bin/kernelsmith-cc timeout "${KS_E2E_LIMIT:-3000}" python3 bench/e2e/e2e.py --results "$dest" --work "$logs/e2e" \
   --seconds "${KS_E2E_SECONDS:-20}" --sets "${KS_E2E_SETS:-legacy,polybench}" \
   --only "${KS_E2E_ONLY:-}" --polybench "${KS_POLYBENCH:-.ext/polybench}" 2>&1 | tee "$logs/e2e.txt"
+fi
 # The logs of every step, without the builds and captures, as one archive.
 find "$logs" -type f \( -name '*.kscap' -o -name prog -o -name '*.o' \) -delete
 find "$logs" -type d \( -name cache -o -name .git \) -prune -exec rm -rf {} + 2>/dev/null

@@ -33,6 +33,19 @@ check "... and #line to the original" grep -q "^#line [0-9]* \"$repo/saxpy/saxpy
 check "the object holds the variant" sh -c "/usr/local/cuda/bin/cuobjdump -symbols '$tmp/b/saxpy.o' 2>/dev/null | grep -q saxpy_kernel_ks || nm -C '$tmp/b/saxpy.o' | grep -q saxpy_kernel_ks"
 check "sources untouched" test -z "$(cd "$repo" && git status --porcelain --untracked-files=no)"
 
+# A program built in one command (compile and link, as tune's examples and
+# many Makefiles do): the copy beside the program, the program runs the
+# variant's code; without -o, nvcc's names (saxpy.o, a.out) are kept.
+cc "$nvcc" -std=c++17 -arch=sm_90 -o "$tmp/b/prog" saxpy.cu 2>"$tmp/e1l"
+check "compile and link in one command: exit 0" [ $? -eq 0 ]
+check "... the copy is beside the program" grep -q "static ksrt::site ks_site(\"saxpy_kernel\"" "$tmp/b/prog.ks.cu"
+check "... the program holds the variant" sh -c "nm -C '$tmp/b/prog' | grep -q saxpy_kernel_ks"
+(cd "$repo/saxpy" && rm -f saxpy.o a.out && "$bin" "$nvcc" -std=c++17 -arch=sm_90 -c saxpy.cu && "$bin" "$nvcc" -std=c++17 -arch=sm_90 saxpy.cu)
+check "... without -o: saxpy.o and a.out, as nvcc names them" sh -c "[ -f '$repo/saxpy/saxpy.o' ] && [ -x '$repo/saxpy/a.out' ] && nm -C '$repo/saxpy/a.out' | grep -q saxpy_kernel_ks"
+rm -f "$repo/saxpy/saxpy.o" "$repo/saxpy/a.out" "$repo/saxpy/"*.ks.cu "$repo/saxpy/kernelsmith_dispatch.h"
+(cd "$repo" && "$bin" "$nvcc" -std=c++17 -arch=sm_90 -ptx saxpy/saxpy.cu -o "$tmp/b/s.ptx")
+check "-ptx: passed through" sh -c "[ -f '$tmp/b/s.ptx' ] && [ ! -e '$tmp/b/s.ptx.ks.cu' ]"
+
 # Diagnostics: a #warning at the end of the file is reported at its own line.
 cp "$repo/saxpy/saxpy.cu" "$tmp/saxpy.orig"
 echo '#warning "kernelsmith line check"' >>"$repo/saxpy/saxpy.cu"
