@@ -43,9 +43,9 @@
  * different allocations (of memory the driver lays out itself) are
  * disjoint, anything else is not. The site's `static thread_local
  * ksrt::alias_cache` remembers the answer per guard: a "disjoint" costs
- * one driver call per launch instead of two (the allocation of one pointer
- * is checked to be the same), a "not disjoint" none (asked again every 64
- * launches).
+ * one driver call of one attribute per launch instead of two calls of six
+ * (the buffer id of one pointer is checked to be the same), a "not
+ * disjoint" none (asked again every 64 launches).
  *
  * Without a usable device (cudaGetDevice fails) the original runs; the
  * failed query's error is cleared so the application does not see it. */
