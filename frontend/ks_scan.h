@@ -57,6 +57,11 @@ typedef struct ks_scanned_file {
   bool used_pch;            /* CUDA headers came from a precompiled header */
   ks_diags diags;           /* errors in the user's files (capped) */
   const char *first_system_error; /* a sample, for the report */
+  const char *included_by;  /* a .cu file another scanned .cu includes
+                               (`#include "kernels.cu"`) and that no
+                               compile_commands.json entry compiles on its
+                               own: read as part of that unit, its own parse
+                               set aside (the path of the includer); NULL */
 } ks_scanned_file;
 typedef KS_ARRAY(ks_scanned_file) ks_scanned_files;
 

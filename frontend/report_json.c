@@ -219,6 +219,8 @@ static cJSON *file_json(const ks_scan *scan, const ks_scanned_file *f) {
   add_str(o, "path", rel(scan, f->path));
   add_str(o, "status", statuses[f->status]);
   add_str(o, "flags_from", f->flags_from);
+  if (f->included_by)
+    add_str(o, "included_by", f->included_by);
   cJSON_AddNumberToObject(o, "errors", f->errors);
   cJSON_AddNumberToObject(o, "system_errors", f->system_errors);
   cJSON_AddNumberToObject(o, "warnings", f->warnings);

@@ -317,12 +317,54 @@ static char *common_dir(const char *const *paths, size_t n) {
   return common;
 }
 
-static bool was_included(ks_tu_result **results, size_t n, const char *path) {
+/* The unit (of the first n) that included `path`, or NULL. */
+static const char *includer_of(ks_tu_result **results, size_t n, const char *path) {
   for (size_t i = 0; i < n; i++)
-    for (size_t k = 0; k < results[i]->included.len; k++)
+    for (size_t k = 0; results[i] && k < results[i]->included.len; k++)
       if (!strcmp(results[i]->included.items[k], path))
-        return true;
-  return false;
+        return results[i]->file.path;
+  return NULL;
+}
+
+static bool was_included(ks_tu_result **results, size_t n, const char *path) {
+  return includer_of(results, n, path) != NULL;
+}
+
+/* A .cu file that another .cu includes is, as the compiler sees it, part of
+ * that unit: its kernels use the typedefs, macros and textures the
+ * includer declared before the #include (Rodinia's kernels read `fp` from
+ * the main file's header). Parsed on its own it has errors, and kernels
+ * whose types came out as int, beside the real ones. Unless
+ * compile_commands.json compiles it on its own, its own parse is set aside:
+ * its kernels and launches are the includer's. */
+static void set_aside_fragments(ks_tu_result **results, const job *jobs, size_t ncu) {
+  const char **by = ks_xcalloc(ncu ? ncu : 1, sizeof *by);
+  for (size_t i = 0; i < ncu; i++)
+    if (results[i] && strcmp(jobs[i].flags_from, "compile_commands.json")) {
+      by[i] = includer_of(results, ncu, results[i]->file.path);
+      if (by[i] && !strcmp(by[i], results[i]->file.path))
+        by[i] = NULL;
+    }
+  for (size_t i = 0; i < ncu; i++) {
+    if (!by[i])
+      continue;
+    /* Files that include each other: the one no other includes keeps its
+     * parse (the first of a cycle when every one is included). */
+    bool includer_set_aside = false;
+    for (size_t j = 0; j < i; j++)
+      includer_set_aside = includer_set_aside || (by[j] && results[j] && !strcmp(results[j]->file.path, by[i]));
+    if (includer_set_aside)
+      continue;
+    ks_tu_result *r = results[i];
+    r->file.included_by = by[i];
+    r->file.status = KS_FILE_OK;
+    r->file.errors = r->file.warnings = 0;
+    r->file.diags.len = 0;
+    r->kernels.len = 0;
+    r->launches.len = 0;
+    r->template_calls.len = 0;
+  }
+  free(by);
 }
 
 int ks_scan_run(ks_ctx *ctx, const ks_scan_options *opts, ks_scan *out) {
@@ -401,6 +443,7 @@ int ks_scan_run(ks_ctx *ctx, const ks_scan_options *opts, ks_scan *out) {
   }
   pool p = {ctx, opts, &env, pch, jobs, files.ncu, 0, results};
   run_pool(&p);
+  set_aside_fragments(results, jobs, files.ncu);
 
   /* Headers no .cu included, parsed on their own. */
   size_t njobs = files.ncu;

@@ -159,12 +159,32 @@ static bool includes_header(ks_ctx *ctx, const char *file, const char *header) {
   return found;
 }
 
-/* Where the kernel can be re-parsed, best first: its own .cu; the files of
+/* Where the kernel can be re-parsed, best first: the unit a .cu fragment
+ * belongs to; its own .cu; the files of
  * its launch sites, then the scanned files that include its header (a
  * header kernel, or a .cu meant to be included, is seen there as it is
  * used, with what it needs from its includer); the header itself. */
+/* The unit a .cu fragment belongs to: the scan set its own parse aside
+ * (ks_scanned_file.included_by), and its includer may be a fragment too
+ * (myocyte's main.cu includes work_2.cu, which includes solver_2.cu). */
+static const char *root_unit(const ks_scan *scan, const char *path) {
+  for (int depth = 0; path && depth < 16; depth++) {
+    const char *up = NULL;
+    for (size_t i = 0; i < scan->files.len && !up; i++)
+      if (!strcmp(scan->files.items[i].path, path))
+        up = scan->files.items[i].included_by;
+    if (!up)
+      return depth ? path : NULL;
+    path = up;
+  }
+  return NULL;
+}
+
 static void candidate_files(ks_ctx *ctx, ks_arena *arena, const ks_scan *scan,
                             const ks_kernel *k, ks_strings *out) {
+  const char *unit = root_unit(scan, k->loc.file);
+  if (unit)
+    add_unique(arena, out, unit);
   if (!k->in_header)
     add_unique(arena, out, k->loc.file);
   for (size_t i = 0; i < k->launches.len; i++) {

@@ -375,7 +375,10 @@ void ks_tu_kernel(ks_tu *tu, CXCursor def, ks_kernel *k) {
     const char *mangled = ks_tu_string(tu, clang_Cursor_getMangling(def));
     k->is_extern_c = *mangled && strncmp(mangled, "_Z", 2) != 0;
   }
-  k->in_header = is_header(k->loc.file);
+  /* A header, or a .cu file the unit's own file included (Rodinia's
+   * `#include "srad_kernel.cu"`): the slice is made from an includer. */
+  k->in_header = is_header(k->loc.file) ||
+                 (k->loc.file && tu->out && tu->out->main_file && strcmp(k->loc.file, tu->out->main_file));
 
   kernel_children kc = {tu, k};
   clang_visitChildren(def, visit_kernel_child, &kc);

@@ -105,7 +105,8 @@ typedef struct ks_kernel {
   bool is_template;
   bool is_extern_c;
   bool is_static;             /* internal linkage */
-  bool in_header;             /* defined in a file included by another */
+  bool in_header;             /* defined in a file included by another (a
+                                 header, or a .cu another .cu includes) */
   ks_params params;
   ks_tparams tparams;
   ks_strings attributes;      /* as written: "__launch_bounds__(256, 2)" */

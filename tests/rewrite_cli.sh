@@ -139,5 +139,12 @@ check "... launch_bounds from the captured block" has "$tmp/each-cap/axpy.launch
 check "a kernel the capture does not hold: exit 1" [ $? -eq 1 ]
 check "... saying so" has "$tmp/g.err" "holds no launch of it"
 
+# A kernel in a .cu fragment its includer's typedef and macro complete
+# (testdata/frontend/fragments.cu): sliced from the includer, it compiles.
+(cd "$data/frontend" && "$bin" --color=never -q rewrite --no-compdb srad_scale --rule restrict \
+  --compile . >"$tmp/fr.out" 2>"$tmp/fr.err")
+check "a kernel in an included .cu fragment: restrict applies and compiles" [ $? -eq 0 ]
+check "... its slice has the includer's typedef" has "$tmp/fr.out" "fp *__restrict__ d_I"
+
 echo "rewrite_cli: $failures failed"
 [ "$failures" -eq 0 ]

@@ -226,6 +226,23 @@ static void unity_build_reports_once(void **state) {
   assert_int_equal(k->launches.len, 1);
 }
 
+/* A .cu fragment that uses its includer's typedef and macro (Rodinia's
+ * style): one kernel, with the includer's types, and the fragment's own
+ * parse set aside rather than reported with errors. */
+static void fragment_read_in_its_includer(void **state) {
+  (void)state;
+  assert_int_equal(count_kernels("srad_scale"), 1);
+  const ks_kernel *k = kernel("srad_scale(long, fp *)");
+  assert_true(ends_with(k->loc.file, "fragments/scale_kernel.cu"));
+  assert_true(k->in_header);
+  assert_int_equal(k->launches.len, 1);
+  const ks_scanned_file *f = file("fragments/scale_kernel.cu");
+  assert_int_equal(f->status, KS_FILE_OK);
+  assert_int_equal(f->errors, 0);
+  assert_non_null(f->included_by);
+  assert_true(ends_with(f->included_by, "fragments.cu"));
+}
+
 static void broken_file_still_scanned(void **state) {
   const ks_scanned_file *f = file("broken.cu");
   assert_int_equal(f->status, KS_FILE_ERRORS);
@@ -361,6 +378,7 @@ int main(void) {
       cmocka_unit_test(templates_and_host_launchers),
       cmocka_unit_test(macros_in_configurations),
       cmocka_unit_test(macro_generated_kernels),
+      cmocka_unit_test(fragment_read_in_its_includer),
       cmocka_unit_test(overloads_resolve_per_launch),
       cmocka_unit_test(header_namespace_extern_c),
       cmocka_unit_test(lambdas_and_methods),

@@ -153,10 +153,10 @@ def refusal(reason):
 
 
 def kernel_path(root, k):
-    """What to scan for one kernel: its own file (a header: its directory,
-    whose sources include it)."""
+    """What to scan for one kernel: its own file (a header, or a .cu that
+    another .cu includes: its directory, whose sources include it)."""
     f = k["file"] if os.path.isabs(k["file"]) else os.path.join(root, k["file"])
-    return f if f.endswith(".cu") else os.path.dirname(f)
+    return f if f.endswith(".cu") and not k.get("in_header") else os.path.dirname(f)
 
 
 def compile_mode(ks):
