@@ -348,13 +348,47 @@ static const char *explain(site_env *env, const char *text, unsigned offset, con
 
 /* ---- dim3 locals (no spec) -------------------------------------------- */
 
-/* The arguments of the last `dim3 NAME(...)`, `dim3 NAME{...}` or
- * `dim3 NAME = dim3(...)` in [body, at), as "(a, b)"; NULL when there is
- * none (or it is assigned later: the value then is not the declaration's). */
+/* Brace depth of `p` counted from `from` (0: the same block). */
+static int depth_between(const char *from, const char *p) {
+  int depth = 0;
+  for (const char *q = from; q < p;) {
+    const char *r = ks_ctext_skip_lexical(q);
+    if (r != q) {
+      q = r;
+      continue;
+    }
+    depth += *q == '{' ? 1 : *q == '}' ? -1 : 0;
+    q++;
+  }
+  return depth;
+}
+
+/* Whether the statement at `p` is a branch or loop body without braces
+ * (`if (c) NAME.x = 4;`, `else NAME.x = 2;`): the word or ')' before it. */
+static bool conditional_statement(const char *body, const char *p) {
+  const char *b = p;
+  while (b > body && isspace((unsigned char)b[-1]))
+    b--;
+  if (b > body && b[-1] == ')')
+    return true;
+  return b - body >= 4 && !strncmp(b - 4, "else", 4) &&
+         (b - 4 == body || !ks_ctext_is_ident_char(b[-5]));
+}
+
+/* The value of dim3 local NAME at `at` in [body, at), as "(x, y, z)": its
+ * last declaration (`dim3 NAME(...)`, `dim3 NAME{...}`, `dim3 NAME =
+ * dim3(...)`, or `dim3 NAME;`, which is (1, 1, 1)), then the member
+ * assignments after it in the same block (`NAME.x = NUMBER_THREADS;`, as
+ * C-style code sets its launch). NULL when there is none, or when what
+ * the text says is not the value for sure: the whole variable assigned, a
+ * member updated (`+=`) or assigned in a nested block or under an if or
+ * else. */
 static const char *dim3_init(ks_arena *arena, const char *text, const char *body, const char *at,
                              const char *name) {
   size_t n = strlen(name);
-  const char *found = NULL;
+  const char *member[3] = {NULL, NULL, NULL};
+  const char *decl = NULL; /* where the declaration in force starts */
+  bool known = false;
   for (const char *p = body; p < at;) {
     const char *q = ks_ctext_skip_lexical(p);
     if (q != p) {
@@ -374,6 +408,9 @@ static const char *dim3_init(ks_arena *arena, const char *text, const char *body
     bool declared = b - body >= 4 && !strncmp(b - 4, "dim3", 4) &&
                     (b - 4 == body || !ks_ctext_is_ident_char(b[-5]));
     if (declared) {
+      known = false;
+      decl = p;
+      member[0] = member[1] = member[2] = "1";
       if (*a == '=') {
         a++;
         while (isspace((unsigned char)*a))
@@ -393,14 +430,42 @@ static const char *dim3_init(ks_arena *arena, const char *text, const char *body
           else if (*e == close && --depth == 0)
             break;
         }
-        found = e < at ? ks_arena_printf(arena, "(%.*s)", (int)(e - a - 1), a + 1) : NULL;
+        if (e < at) {
+          ks_strings args = {0};
+          ks_ctext_split(arena, a + 1, e, &args);
+          known = args.len >= 1 && args.len <= 3;
+          for (size_t i = 0; known && i < args.len; i++)
+            member[i] = args.items[i];
+        }
+      } else if (*a == ';' || *a == ',') {
+        known = true; /* dim3 NAME; is (1, 1, 1) */
       }
-    } else if (found && *a == '=' && a[1] != '=') {
-      found = NULL; /* assigned after its declaration */
+    } else if (known && *a == '=' && a[1] != '=') {
+      known = false; /* assigned after its declaration */
+    } else if (known && *a == '.' && a[1] >= 'x' && a[1] <= 'z' &&
+               !ks_ctext_is_ident_char(a[2])) {
+      const char *op = a + 2;
+      while (*op == ' ' || *op == '\t')
+        op++;
+      bool assign = op[0] == '=' && op[1] != '=';
+      bool update = (op[0] && strchr("+-*/%<>&|^", op[0]) && op[1] == '=') ||
+                    (op[0] == '+' && op[1] == '+') || (op[0] == '-' && op[1] == '-') ||
+                    ((op[0] == '<' || op[0] == '>') && op[1] == op[0] && op[2] == '=');
+      if (assign) {
+        const char *e = strchr(op + 1, ';');
+        if (!e || e > at || depth_between(decl, p) != 0 || conditional_statement(body, p))
+          known = false;
+        else
+          member[a[1] - 'x'] = ks_arena_strndup(arena, op + 1, (size_t)(e - op - 1));
+      } else if (update) {
+        known = false;
+      }
     }
     p += n;
   }
-  return found;
+  if (!known)
+    return NULL;
+  return ks_arena_printf(arena, "((%s), (%s), (%s))", member[0], member[1], member[2]);
 }
 
 /* `text` with each NAME.x / .y / .z of a dim3 already known replaced by its

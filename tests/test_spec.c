@@ -285,6 +285,28 @@ static void sites_read_header_macros(void **state) {
                !strcmp(site->macros.items[i].value, "256");
   }
   assert_true(ceil_div && threads);
+  /* C-style dim3 locals, declared bare and set member by member. */
+  assert_int_equal(k->launches.len, 2);
+  const ks_launch *c_style = NULL;
+  for (size_t i = 0; i < k->launches.len; i++) {
+    const ks_launch *l = &sites.launches.items[k->launches.items[i]];
+    if (l->enclosing && strstr(l->enclosing, "run_c_style"))
+      c_style = l;
+  }
+  assert_non_null(c_style);
+  failed = ks_spec_site_launch_parts(&ctx, k, c_style, &arena, &cfg, why);
+  if (failed)
+    fail_msg("add_one, C style: %s | %s", why[0] ? why[0] : "-", why[1] ? why[1] : "-");
+  assert_int_equal(cfg.grid[0], 1024 * 512 / 256);
+  assert_int_equal(cfg.grid[1], 1);
+  assert_int_equal(cfg.block[0], 256);
+  assert_int_equal(cfg.block[1], 1);
+  /* A member set under an if: the site does not evaluate, and says why. */
+  k = kernel_in(&sites, "add_two");
+  failed = ks_spec_site_launch_parts(&ctx, k, first_site(&sites, k), &arena, &cfg, why);
+  assert_true(failed);
+  assert_non_null(why[1]);
+  assert_non_null(strstr(why[1], "'threads' is a dim3 local variable of run_branchy"));
 }
 
 static void templates_take_their_instance(void **state) {

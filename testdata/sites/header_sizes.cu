@@ -29,3 +29,31 @@ void run(float *a_gpu, float *x_gpu, int n)
 	scale_rows<<<grid, block>>>(NI, a_gpu);
 	add_one<<<CEIL_DIV(NI * NJ, THREADS), THREADS>>>(x_gpu, NI * NJ);
 }
+
+// C-style launch setup, as Rodinia writes it: dim3 locals declared bare and
+// set member by member; one set under an if, which the site cannot vouch for.
+void run_c_style(float *x_gpu, int n)
+{
+	dim3 threads;
+	threads.x = THREADS;
+	dim3 blocks;
+	blocks.x = CEIL_DIV(NI * NJ, THREADS);
+	blocks.y = 1;
+	add_one<<<blocks, threads>>>(x_gpu, NI * NJ);
+}
+
+__global__ void add_two(float *x, int n)
+{
+	int t = blockIdx.x * blockDim.x + threadIdx.x;
+	if (t < n)
+		x[t] += 2.0f;
+}
+
+void run_branchy(float *x_gpu, int n)
+{
+	dim3 threads;
+	threads.x = THREADS;
+	if (n < THREADS)
+		threads.x = 32;
+	add_two<<<CEIL_DIV(NI * NJ, THREADS), threads>>>(x_gpu, NI * NJ);
+}
