@@ -421,16 +421,8 @@ static const char *dim3_init(ks_arena *arena, const char *text, const char *body
           a++;
       }
       if (*a == '(' || *a == '{') {
-        char open = *a, close = open == '(' ? ')' : '}';
-        int depth = 0;
-        const char *e = a;
-        for (; e < at; e++) {
-          if (*e == open)
-            depth++;
-          else if (*e == close && --depth == 0)
-            break;
-        }
-        if (e < at) {
+        const char *e = ks_ctext_matching(a, at);
+        if (e) {
           ks_strings args = {0};
           ks_ctext_split(arena, a + 1, e, &args);
           known = args.len >= 1 && args.len <= 3;
