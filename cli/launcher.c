@@ -32,6 +32,7 @@
 #include "ks_cuda.h"
 #include "ks_emit.h"
 #include "ks_fs.h"
+#include "ks_hash.h"
 #include "ks_safe_write.h"
 #include "ks_scan.h"
 #include "ks_slice.h"
@@ -245,6 +246,46 @@ static int put_file(ks_ctx *ctx, const char *path, const char *text) {
   return ks_safe_write(ctx, path, NULL, text, strlen(text));
 }
 
+/* `path` made absolute against the current directory (its directory
+ * resolved when it exists), malloc'd: the name that tells one output's
+ * copy from another's. */
+static char *out_path_of(const char *path) {
+  char *dir = ks_path_dirname(path);
+  char *real = ks_realpath(dir);
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char *res = NULL;
+  if (real) {
+    res = ks_path_join(real, base);
+  } else if (path[0] == '/') {
+    res = strdup(path);
+  } else {
+    char cwd[4096];
+    res = ks_path_join(getcwd(cwd, sizeof cwd) ? cwd : ".", path);
+  }
+  free(real);
+  free(dir);
+  return res;
+}
+
+/* Creates `dir` and the directories between `root` (which exists) and it. */
+static int make_dirs(ks_ctx *ctx, const char *root, const char *dir) {
+  char buf[4096];
+  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+    return ks_fail(ctx, "%s: path too long", dir);
+  for (char *p = buf + strlen(root) + 1; ; p++) {
+    if (*p != '/' && *p != '\0')
+      continue;
+    char c = *p;
+    *p = '\0';
+    if (mkdir(buf, 0777) && errno != EEXIST)
+      return ks_fail(ctx, "%s: cannot create the directory: %s", buf, strerror(errno));
+    *p = c;
+    if (!c)
+      return 0;
+  }
+}
+
 /* What nvcc names its output when there is no -o: SRC's base name with
  * .o for a compile (in the current directory), a.out for a program. */
 static const char *default_output(ks_arena *a, const char *src, bool compile) {
@@ -284,13 +325,25 @@ static int rewrite_source(ks_ctx *ctx, ks_arena *a, char **argv, int argc, const
   } else if (!text) {
     log_line(store_dir, "passed", src, why);
   } else {
-    char *cdir = ks_path_dirname(copy);
+    /* In the store's build/<digest of the copy's absolute name>/ (the
+     * name says which output it belongs to): one directory per copy, so
+     * parallel compiles never share one, and nothing lands in the user's
+     * tree when the build writes its outputs there. */
+    char *path = out_path_of(copy);
+    char digest[KS_HASH_HEX];
+    ks_sha256_hex(path, strlen(path), digest);
+    const char *base = strrchr(path, '/');
+    const char *cdir = ks_arena_printf(a, "%s/build/%.16s", store_dir, digest);
+    const char *to = ks_arena_printf(a, "%s/%s", cdir, base ? base + 1 : path);
     char *header = ks_path_join(cdir, "kernelsmith_dispatch.h");
-    free(cdir);
-    rc = put_file(ctx, copy, text) || put_file(ctx, header, ks_runtime_header) ? -1 : 0;
+    free(path);
+    rc = make_dirs(ctx, store_dir, cdir) || put_file(ctx, to, text) ||
+                 put_file(ctx, header, ks_runtime_header)
+             ? -1
+             : 0;
     free(header);
     if (!rc)
-      *out = copy;
+      *out = to;
   }
   if (rc) {
     ks_warn(ctx, "%s: compiled as written: %s", arg, ctx->error);
@@ -313,8 +366,8 @@ int ks_launcher_run(ks_ctx *ctx, int argc, char **argv) {
   char *stores[MAX_SOURCES] = {0};
   int nrewritten = 0, failed = 0, rc;
   for (int k = 0; k < p.nsrc && !failed; k++) {
-    /* Beside the output, never in the source tree: OUT.ks.cu for one
-     * source, OUT.ks.N.BASE for each of several. */
+    /* OUT.ks.cu for one source, OUT.ks.N.BASE for each of several, in
+     * the store (rewrite_source says where). */
     const char *arg = argv[p.src[k] + skip], *base = strrchr(arg, '/');
     const char *copy = p.nsrc == 1 ? ks_arena_printf(&a, "%s.ks.cu", out)
                                    : ks_arena_printf(&a, "%s.ks.%d.%s", out, k, base ? base + 1 : arg);

@@ -98,8 +98,9 @@ fi
 if [ -x "$nvcc" ]; then
   (cd "$repo" && "$bin" "$nvcc" -std=c++17 -arch=sm_90 -c mm.cu -o "$tmp/l.o" 2>"$tmp/l.err")
   check "launcher: exit 0" [ $? -eq 0 ]
-  check "launcher: rewritten" test -f "$tmp/l.o.ks.cu"
-  check "... the same guards as apply" sh -c "grep -o 'ksrt::disjoint([^;]*' '$tmp/l.o.ks.cu' | head -1 | grep -q 'bytes_of((2048)'"
+  lcopy=$repo/.kernelsmith/build/$(printf %s "$(realpath "$tmp")/l.o.ks.cu" | sha256sum | cut -c1-16)/l.o.ks.cu
+  check "launcher: rewritten (the copy in the store)" test -f "$lcopy"
+  check "... the same guards as apply" sh -c "grep -o 'ksrt::disjoint([^;]*' '$lcopy' | head -1 | grep -q 'bytes_of((2048)'"
   check "... no warning" test ! -s "$tmp/l.err"
   check "stats: rewritten 1" sh -c "cd '$repo' && '$bin' stats | grep -q 'rewritten 1,'"
 fi

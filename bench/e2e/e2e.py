@@ -27,6 +27,7 @@ Environment: KS_BIN (default build/cli/kernelsmith-cc), NVCC.
 import argparse
 import datetime
 import glob
+import hashlib
 import json
 import math
 import os
@@ -115,6 +116,15 @@ def programs(args):
 def check_output(text, check):
     ok_re, bad_re = check
     return bool(re.search(ok_re, text, re.M)) and not re.search(bad_re, text, re.M)
+
+
+def launcher_copy(d, out):
+    """Where the compiler launcher wrote the rewritten copy for OUT (built in
+    D): the store's build/<sha256 of the copy's absolute name, 16 digits>/."""
+    name = os.path.join(os.path.realpath(os.path.dirname(os.path.join(d, out))),
+                        os.path.basename(out) + ".ks.cu")
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    return os.path.join(d, ".kernelsmith", "build", digest, os.path.basename(name))
 
 
 def hot_kernels(profile_json, share=0.9, most=4):
@@ -246,7 +256,7 @@ def run_program(p, ks, nvcc, work, seconds):
     lrc |= sh([nvcc, "-arch=sm_90", "-o", "prog"] + objs, d, L("12-link.log"))[0]
     copies = ""
     for f in p["sources"]:
-        cp = os.path.join(d, f + ".o.ks.cu")
+        cp = launcher_copy(d, f + ".o")
         if os.path.exists(cp):
             copies += open(cp, errors="replace").read()
     r["launcher_kernels_dispatched"] = sorted(set(re.findall(r'static ksrt::site ks_site\("([^"]+)"', copies)))
