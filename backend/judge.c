@@ -632,6 +632,23 @@ static int verify_size(ks_ctx *ctx, ks_judge *j, ks_subject *s, size_t i, ks_mod
   return 0;
 }
 
+/* A recheck after timing that found the variant's output wrong: WRONG,
+ * with the reason, and true. */
+static bool recheck_problem(ks_arena *a, const ks_run_result *r, ks_eval *e) {
+  for (size_t i = 0; i < r->timing.recheck.len; i++) {
+    const ks_output_check *o = &r->timing.recheck.items[i];
+    if (o->mismatches || o->unwritten) {
+      e->verdict = KS_VERDICT_WRONG;
+      e->reason = ks_arena_printf(a, "the output of the last timed run is wrong on fresh inputs "
+                                     "('%s' differs at %llu of %llu elements): it skips work on "
+                                     "later calls or keeps results between them",
+                                  o->buffer, o->mismatches + o->unwritten, o->count);
+      return true;
+    }
+  }
+  return false;
+}
+
 int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c,
                   ks_arena *a, ks_eval *e) {
   memset(e, 0, sizeof *e);
@@ -739,7 +756,8 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
                         .ref = c ? workload_ref(s, &s->workloads[timed]) : (ks_module){0},
                         .cand_launch = c ? c->launches[timed] : s->workloads[timed].launch,
                         .time = true, .timing = timing,
-                        .recheck_seed = mix(j->opts.seed, 0xC0FFEE)};
+                        .recheck_seed = mix(j->opts.seed, 0xC0FFEE),
+                        .no_recheck = c && j->opts.screen && deferrable(s, timed)};
   ks_run_result r;
   if (run(ctx, j, &req, a, &r))
     return -1;
@@ -763,18 +781,27 @@ int ks_judge_eval(ks_ctx *ctx, ks_judge *j, ks_subject *s, const ks_candidate *c
     time_warm(ctx, j, s, &req, a, e);
     goto out;
   }
-  for (size_t i = 0; i < r.timing.recheck.len; i++) {
-    const ks_output_check *o = &r.timing.recheck.items[i];
-    if (o->mismatches || o->unwritten) {
-      e->verdict = KS_VERDICT_WRONG;
-      e->reason = ks_arena_printf(a, "the output of the last timed run is wrong on fresh inputs "
-                                     "('%s' differs at %llu of %llu elements): it skips work on "
-                                     "later calls or keeps results between them",
-                                  o->buffer, o->mismatches + o->unwritten, o->count);
+  if (recheck_problem(a, &r, e))
+    goto out;
+  decide(j, a, e);
+  e->recheck_screened = req.no_recheck && e->verdict != KS_VERDICT_FAST;
+  if (req.no_recheck && e->verdict == KS_VERDICT_FAST) {
+    /* Screening timed a large size without the recheck (downloading and
+     * comparing every output twice cost most of an evaluation): now that
+     * the variant is FAST, timed again with it, so that the recheck
+     * follows timed launches as always. The first timing stands. */
+    req.no_recheck = false;
+    ks_run_result r2;
+    if (run(ctx, j, &req, a, &r2))
+      return -1;
+    if (r2.status != KS_RUN_OK) {
+      e->verdict = status_verdict(r2.status);
+      e->reason = ks_arena_printf(a, "%s (while timing)", r2.error ? r2.error : "failed");
       goto out;
     }
+    if (recheck_problem(a, &r2, e))
+      goto out;
   }
-  decide(j, a, e);
   if (ndeferred && e->verdict == KS_VERDICT_FAST) {
     /* The large sizes screening put off, now that they matter. */
     for (size_t i = 0; i < s->nworkloads; i++) {

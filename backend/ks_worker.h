@@ -93,6 +93,9 @@ typedef struct ks_run_request {
                                 has one seed check per seed, with only
                                 the capture fields of its outputs set */
   unsigned long long recheck_seed; /* inputs for that recheck */
+  bool no_recheck;           /* time without the recheck: screening asks for
+                                it only once the timing made the variant
+                                FAST (docs/judge.md, "Screening") */
   ks_timing_options timing;
 } ks_run_request;
 

@@ -316,6 +316,8 @@ static int run_item(ks_ctx *ctx, encoder *enc, const ks_run_request *r, cJSON *o
   if (r->replay)
     cJSON_AddBoolToObject(o, "replay", true);
   put_u64(o, "recheck_seed", r->recheck_seed);
+  if (r->no_recheck)
+    cJSON_AddBoolToObject(o, "no_recheck", true);
   cJSON_AddItemToObject(o, "timing", timing_options_item(&r->timing));
   return 0;
 }

@@ -342,6 +342,7 @@ static void get_run(decoder *d, const cJSON *o, ks_run_request *r) {
   r->time = get_bool(d, o, "time");
   r->replay = opt_bool(d, o, "replay");
   r->recheck_seed = get_u64(d, o, "recheck_seed");
+  r->no_recheck = opt_bool(d, o, "no_recheck");
   const cJSON *t = get_object(d, o, "timing");
   r->timing.min_samples = (unsigned)get_int(d, t, "min_samples", 0, UINT32_MAX);
   r->timing.max_samples = (unsigned)get_int(d, t, "max_samples", 0, UINT32_MAX);

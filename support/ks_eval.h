@@ -136,6 +136,8 @@ typedef struct ks_eval {
   double speedup_low, speedup_high; /* 95% bootstrap interval */
   double sm_clock_min_mhz, sm_clock_max_mhz;
   double timing_seconds;
+  bool recheck_screened;       /* timed without the recheck (screening, a
+                                  large timed size, a variant not FAST) */
   /* warm timing (ks_judge_options.warm): no L2 flush between samples, when
    * the timed size's buffers (warm_bytes together) fit in the L2 */
   bool warm_timed;

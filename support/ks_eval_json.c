@@ -134,6 +134,8 @@ static void timing_json(cJSON *root, const ks_eval *e, bool variant, bool comple
   num(tm, "sm_clock_min_mhz", e->sm_clock_min_mhz);
   num(tm, "sm_clock_max_mhz", e->sm_clock_max_mhz);
   num(tm, "seconds", e->timing_seconds);
+  if (e->recheck_screened)
+    cJSON_AddBoolToObject(tm, "recheck_screened", true);
   cJSON *rf = cJSON_AddObjectToObject(root, "roofline");
   ks_json_add_u64(rf, "bytes_min", e->bytes_min);
   num(rf, "floor_ms", e->floor_ms);
@@ -376,6 +378,7 @@ static void read_timing(const cJSON *root, ks_eval *e) {
   e->sm_clock_min_mhz = get_num(tm, "sm_clock_min_mhz");
   e->sm_clock_max_mhz = get_num(tm, "sm_clock_max_mhz");
   e->timing_seconds = get_num(tm, "seconds");
+  e->recheck_screened = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tm, "recheck_screened"));
   e->bytes_min = get_u64(rf, "bytes_min");
   e->floor_ms = get_num(rf, "floor_ms");
   e->base_bandwidth = get_num(rf, "original_bandwidth");

@@ -483,20 +483,27 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int b
   return CUDA_SUCCESS;
 }
 
-/* FAKE_CUDA_SLOW_BLOCK=B:MS makes every launch with blockDim.x == B take
- * MS milliseconds longer, so that a test can have a search find FAST
- * variants (another block size) on the stand-in. */
+/* FAKE_CUDA_SLOW_BLOCK=B:MS[,B:MS...] makes every launch with blockDim.x
+ * == B take MS milliseconds longer, so that a test can have a search find
+ * FAST variants (another block size) and SLOW ones on the stand-in. */
 static void slow_block(unsigned bx) {
-  static int parsed;
-  static unsigned block;
-  static double ms;
+  static int parsed, n;
+  static unsigned block[8];
+  static double delay[8];
   if (!parsed) {
     const char *e = getenv("FAKE_CUDA_SLOW_BLOCK");
-    if (e && sscanf(e, "%u:%lf", &block, &ms) != 2)
-      block = 0;
+    for (int used = 0; e && n < 8 && sscanf(e, "%u:%lf%n", &block[n], &delay[n], &used) == 2;) {
+      n++;
+      e += used;
+      e = *e == ',' ? e + 1 : NULL;
+    }
     parsed = 1;
   }
-  if (!block || bx != block || ms <= 0)
+  double ms = 0;
+  for (int i = 0; i < n; i++)
+    if (bx == block[i])
+      ms = delay[i];
+  if (ms <= 0)
     return;
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);

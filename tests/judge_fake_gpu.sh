@@ -165,6 +165,37 @@ if [ $rc -eq 0 ] && [[ "$got" == ok* ]]; then
 else
   bad "optimize: large size screened" "exit $rc: $got $(tail -2 "$tmp/screen.err")"
 fi
+# A large timed size: timed without the recheck (downloading and comparing
+# its outputs twice), and timed again with it only for a FAST variant. The
+# stand-in makes the original's block (256) 30 ms slower and blocks of 64
+# and 128 slower still: the search's first round (its seed is fixed) holds
+# the original itself (SAME), SLOW blocks and FAST ones (512, 1024).
+printf '#!/bin/sh\nFAKE_CUDA_SLOW_BLOCK=256:30,128:60,64:60 LD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$fake" "$worker" >"$tmp/worker-slow2"
+chmod +x "$tmp/worker-slow2"
+KERNELSMITH_WORKER="$tmp/worker-slow2" "$bin" -q optimize --proposer tuning --rounds 2 --max-evals 10 --sample-seconds 0.05 --no-confirm --compiler nvrtc \
+  --store "$tmp/screen2" --json "$fixtures/screen/gelu_big_timed.cu" >"$tmp/screen2.json" 2>"$tmp/screen2.err"
+rc=$?
+got=$(python3 - "$tmp/screen2/kernelsmith.db" <<'PY' 2>&1
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+seen = {"FAST rechecked": 0, "recheck screened": 0}
+for verdict, doc in db.execute("SELECT verdict, json FROM evaluations WHERE variant IS NOT NULL"):
+    tm = json.loads(doc).get("timing", {})
+    if verdict == "FAST":
+        assert not tm.get("recheck_screened"), ("FAST without the recheck", tm)
+        seen["FAST rechecked"] += 1
+    elif verdict in ("SAME", "SLOW"):
+        assert tm.get("recheck_screened"), (verdict, tm)
+        seen["recheck screened"] += 1
+assert seen["FAST rechecked"] >= 1 and seen["recheck screened"] >= 1, seen
+print("ok", seen)
+PY
+)
+if [ $rc -eq 0 ] && [[ "$got" == ok* ]]; then
+  ok "optimize: large timed size, recheck only when FAST" "${got#ok }"
+else
+  bad "optimize: large timed size, recheck only when FAST" "exit $rc: $got $(tail -2 "$tmp/screen2.err")"
+fi
 got=$("$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/exp_tanh.cu" --seeds 1 \
       --max-seconds 0.3 --cache-dir "$tmp/cubins" --json "$fixtures/screen/gelu_big.cu" 2>&1 |
       field '[len(s["seeds"]) > 0 and not s.get("screened") for s in d["sizes"] if s["name"] == "big"] == [True]')

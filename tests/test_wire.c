@@ -123,6 +123,7 @@ static void run_request_round_trip(void **state) {
   r->verify = true;
   r->time = true;
   r->recheck_seed = UINT64_MAX - 1;
+  r->no_recheck = true;
   memset(&r->timing, 0, sizeof r->timing); /* padding too: compared as memory below */
   r->timing.min_samples = 10;
   r->timing.max_samples = 200;
@@ -145,6 +146,7 @@ static void run_request_round_trip(void **state) {
   for (int i = 0; i < 3; i++)
     assert_true(o->seeds[i] == seeds[i]);
   assert_true(o->recheck_seed == UINT64_MAX - 1);
+  assert_true(o->no_recheck);
   assert_true(o->verify && o->time);
   assert_int_equal(o->timing.min_samples, 10);
   assert_int_equal(o->timing.max_samples, 200);

@@ -77,6 +77,25 @@ static int recheck(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base,
   if (ref)
     wk_ref_compare(b, 0, 2, &ref->bufs, out);
   w->t_compare += wk_now() - t0;
+  if (w->profile)
+    for (size_t i = 0; i < b->len; i++) {
+      const wk_buffer *x = &b->items[i];
+      if (!x->slot[0] || !x->slot[2])
+        continue;
+      double t1 = wk_now();
+      bool same = memcmp(x->slot[0], x->slot[2], x->bytes) == 0;
+      double t2 = wk_now();
+      size_t differ = 0, in_differ = 0;
+      for (size_t k = 0; k < x->bytes; k += 4096)
+        differ += memcmp(x->slot[0] + k, x->slot[2] + k, x->bytes - k < 4096 ? x->bytes - k : 4096) != 0;
+      if (x->input)
+        for (size_t k = 0; k < x->bytes; k += 4096)
+          in_differ += memcmp(x->slot[0] + k, x->input + k, x->bytes - k < 4096 ? x->bytes - k : 4096) != 0;
+      fprintf(stderr, "kernelsmith-worker: profile: recheck buffer %s: %zu bytes, dtype %d, role %d, "
+                      "same %d (memcmp %.1f ms), pages differing %zu, pages differing from the input %zu\n",
+              wk_name(x), x->bytes, (int)x->spec->dtype, (int)x->spec->role, same, 1e3 * (t2 - t1),
+              differ, in_differ);
+    }
   return 0;
 }
 
@@ -150,7 +169,7 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
     res->timed = true;
     t_time = wk_now();
     /* A warm timing follows a flushed one, whose recheck stands for it. */
-    if (have_cand && !req->timing.warm &&
+    if (have_cand && !req->timing.warm && !req->no_recheck &&
         recheck(w, arena, bufs, &base, &cand, have_ref ? &ref : NULL, req->recheck_seed,
                 &res->timing.recheck, &oc))
       goto out;
