@@ -726,6 +726,18 @@ static void old_style_twins(void **state) {
     assert_null(strstr(r.child.requires.items[i], "LEN"));
   }
 
+  /* Rodinia's index through aliases, the block size a macro: coarsen and
+   * vectorize apply, requiring the block they assume */
+  r = apply_to(f, "extract_alias", "coarsen", 2);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "block_x == 512"));
+  assert_non_null(strstr(r.child.source, "int ei = (bx * NUMBER_THREADS) + tx + ks_k * gridDim.x * blockDim.x;"));
+  r = apply_to(f, "extract_alias", "vectorize", 16);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "block_x == 512"));
+  assert_true(has_guard(&r.child, "grid_x * block_x >= ne"));
+  assert_string_equal(r.child.grid, "dim3(ceil_div(grid_x, 4), grid_y, grid_z)");
+
   /* unroll: a full unroll of `for (t = 0; t <= TAPS - 1; t = t + 1)` */
   r = apply_to(f, "fir_c89", "unroll", 0);
   assert_true(r.applied);

@@ -46,20 +46,13 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
   ks_shape sh;
-  ks_shape_find(in, -1, &sh);
+  ks_shape_find(ctx, arena, in, -1, &sh);
   if (sh.why)
     return ks_rt_not_applicable(arena, out, "%s", sh.why);
   const ks_anode *v = sh.var[sh.dim];
   const ks_anode *init = ks_rt_var_init(v);
-  unsigned allowed[4];
-  size_t nallowed = 0;
-  for (int d = 0; d < 2; d++)
-    if (sh.var[d]) {
-      const ks_anode *i = ks_rt_var_init(sh.var[d]);
-      allowed[2 * nallowed] = i->begin;
-      allowed[2 * nallowed + 1] = i->end;
-      nallowed++;
-    }
+  unsigned allowed[12];
+  size_t nallowed = ks_shape_allowed(&sh, allowed);
   problem = ks_rt_mapping_problem(arena, in, allowed, nallowed);
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
@@ -116,6 +109,8 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
     return -1;
   ks_rule_require(arena, &out->child,
                   ks_shape_coverage_guard(arena, &pol, sh.dim, bound));
+  if (sh.requires)
+    ks_rule_require(arena, &out->child, sh.requires);
   /* a 32-bit index of the last extra threads must not wrap (in y, grid and
    * block limits keep it far below) */
   if (sh.dim == 0 && !ks_shape_is_wide_type(type))

@@ -79,19 +79,100 @@ bool ks_shape_pure_decl(const ks_anode *s) {
 }
 
 
-static const ks_anode *find_index(const ks_anode *body, char d, size_t *at) {
+/* A local alias `v` (never assigned) read nowhere but inside [from, to). */
+static bool alias_only_in(const ks_anode *body, const ks_anode *v, unsigned from, unsigned to) {
+  ks_arena scratch = KS_ARENA_INIT;
+  ks_rt_nodes all = ks_rt_collect(&scratch, body);
+  bool ok = !ks_rt_modified(body, v);
+  for (size_t i = 0; i < all.len && ok; i++) {
+    const ks_anode *n = all.items[i];
+    if (n->kind == KS_AK_DECL_REF && n->decl == v && (n->begin < from || n->end > to))
+      ok = false;
+  }
+  ks_arena_release(&scratch);
+  return ok;
+}
+
+/* `e` as BUILTIN.x, directly or through one never-assigned local alias read
+ * only inside `init` (its declaration's initializer goes to sh's ranges). */
+static bool builtin_x(ks_meaning *m, const ks_anode *body, const ks_anode *init, const ks_anode *e,
+                      const char *builtin, ks_shape *sh) {
+  if (ks_rt_builtin_member(e, builtin, 'x'))
+    return true;
+  const ks_anode *s = ks_rt_strip(e, false);
+  if (!s || s->kind != KS_AK_DECL_REF || !s->decl || s->decl->kind != KS_AK_VAR ||
+      s->decl->shared_space || s->decl->is_pointer)
+    return false;
+  const ks_anode *vi = ks_rt_var_init(s->decl);
+  if (!vi || !ks_rt_builtin_member(ks_meaning_through_alias(m, s), builtin, 'x') ||
+      !ks_rt_builtin_member(vi, builtin, 'x') ||
+      !alias_only_in(body, s->decl, init->begin, init->end) || sh->nalias == 2)
+    return false;
+  sh->alias_range[sh->nalias][0] = vi->begin;
+  sh->alias_range[sh->nalias][1] = vi->end;
+  sh->nalias++;
+  return true;
+}
+
+/* `init` as blockIdx.x * C + threadIdx.x (operands in any order, the
+ * builtins through aliases) with C the block size as a constant: sets
+ * sh->alias and sh->requires. */
+static bool alias_index(ks_meaning *m, ks_arena *arena, const ks_anode *body, const ks_anode *init,
+                        ks_shape *sh) {
+  const ks_anode *e = ks_rt_strip(init, true);
+  if (!m || !e || e->kind != KS_AK_BINARY || !e->op || strcmp(e->op, "+") || e->nkids != 2)
+    return false;
+  for (int t = 0; t < 2; t++) {
+    const ks_anode *p = ks_rt_strip(e->kids[1 - t], true);
+    if (!p || p->kind != KS_AK_BINARY || !p->op || strcmp(p->op, "*") || p->nkids != 2)
+      continue;
+    for (int u = 0; u < 2; u++) {
+      long long c = 0;
+      sh->nalias = 0;
+      if (!ks_meaning_int(m, p->kids[1 - u], &c) || c <= 0 || c > 1024 ||
+          !builtin_x(m, body, init, p->kids[u], "blockIdx", sh) ||
+          !builtin_x(m, body, init, e->kids[t], "threadIdx", sh))
+        continue;
+      sh->alias = true;
+      sh->requires = ks_arena_printf(arena, "block_x == %lld", c);
+      return true;
+    }
+  }
+  sh->nalias = 0;
+  return false;
+}
+
+static const ks_anode *find_index(ks_meaning *m, ks_arena *arena, const ks_anode *body, char d,
+                                  size_t *at, ks_shape *sh) {
   for (size_t k = 0; k < body->nkids; k++) {
     const ks_anode *s = body->kids[k];
     if (!s || s->kind != KS_AK_DECL_STMT || s->nkids != 1 || !s->kids[0] ||
         s->kids[0]->kind != KS_AK_VAR)
       continue;
     const ks_anode *init = ks_rt_var_init(s->kids[0]);
-    if (init && ks_rt_global_index(init, d, NULL)) {
+    if (init && (ks_rt_global_index(init, d, NULL) ||
+                 (d == 'x' && alias_index(m, arena, body, init, sh)))) {
       *at = k;
       return s->kids[0];
     }
   }
   return NULL;
+}
+
+size_t ks_shape_allowed(const ks_shape *sh, unsigned out[12]) {
+  size_t n = 0;
+  for (int d = 0; d < 2; d++)
+    if (sh->var[d]) {
+      const ks_anode *i = ks_rt_var_init(sh->var[d]);
+      out[2 * n] = i->begin;
+      out[2 * n + 1] = i->end;
+      n++;
+    }
+  for (size_t a = 0; a < sh->nalias; a++, n++) {
+    out[2 * n] = sh->alias_range[a][0];
+    out[2 * n + 1] = sh->alias_range[a][1];
+  }
+  return n;
 }
 
 static bool is_return_stmt(const ks_anode *s) {
@@ -102,12 +183,14 @@ static bool is_return_stmt(const ks_anode *s) {
 
 /* Finds the global indexes and the bounds check of dimension `dim`
  * (-1: y when the kernel has a y index, else x). */
-void ks_shape_find(const ks_rule_input *in, int dim, ks_shape *sh) {
+void ks_shape_find(ks_ctx *ctx, ks_arena *arena, const ks_rule_input *in, int dim, ks_shape *sh) {
   memset(sh, 0, sizeof *sh);
   const ks_anode *body = in->ast->body;
   sh->body = body;
-  sh->var[0] = find_index(body, 'x', &sh->var_at[0]);
-  sh->var[1] = find_index(body, 'y', &sh->var_at[1]);
+  ks_meaning *m = ks_meaning_open(ctx, in->ast, arena);
+  sh->var[0] = find_index(m, arena, body, 'x', &sh->var_at[0], sh);
+  sh->var[1] = find_index(m, arena, body, 'y', &sh->var_at[1], sh);
+  ks_meaning_close(m);
   if (dim < 0)
     dim = sh->var[1] ? 1 : 0;
   sh->dim = dim;

@@ -21,6 +21,15 @@ typedef struct ks_shape {
   size_t check_at;
   bool early_return;        /* if (... || v >= B ...) return; and the rest */
   const ks_anode *bound;    /* B */
+  /* An x index read through local aliases with the block size as a
+   * constant (`bx = blockIdx.x; tx = threadIdx.x; i = bx * 512 + tx`, as
+   * Rodinia writes it): the aliases' initializers (the aliases are read
+   * nowhere else) may read the builtins, and a rewrite must require the
+   * original launch's block to be that constant (`requires`). */
+  bool alias;
+  unsigned alias_range[2][2];
+  size_t nalias;
+  const char *requires;     /* "block_x == 512", or NULL */
   const char *why;          /* why there is no ks_shape */
 } ks_shape;
 
@@ -35,7 +44,11 @@ bool ks_shape_visit_impure(ks_anode *n, void *arg);
 bool ks_shape_pure_decl(const ks_anode *s);
 /* The global indexes and the bounds check of dimension `dim` (-1: y when the
  * kernel has a y index, else x); sh->why says why there is no shape. */
-void ks_shape_find(const ks_rule_input *in, int dim, ks_shape *sh);
+void ks_shape_find(ks_ctx *ctx, ks_arena *arena, const ks_rule_input *in, int dim, ks_shape *sh);
+/* The ranges a rewrite of `sh` lets read the thread-mapping builtins: the
+ * initializers of the indexes and of their aliases. Returns how many (at
+ * most 6) were written to `out` (pairs begin, end). */
+size_t ks_shape_allowed(const ks_shape *sh, unsigned out[12]);
 /* Whether B is made of scalar parameters never modified, literals,
  * arithmetic and casts (so a guard can be written with it). */
 bool ks_shape_guardable(const ks_anode *body, const ks_anode *bound);

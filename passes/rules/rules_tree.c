@@ -403,7 +403,7 @@ const char *ks_rt_deeper(ks_arena *arena, const ks_rule_input *in, const char *i
 
 /* ---- the thread mapping ------------------------------------------------- */
 
-static bool is_builtin_member(const ks_anode *n, const char *builtin, char d) {
+bool ks_rt_builtin_member(const ks_anode *n, const char *builtin, char d) {
   n = ks_rt_strip(n, true);
   if (!n || n->kind != KS_AK_MEMBER || !n->name || n->name[0] != d || n->name[1] || n->nkids < 1)
     return false;
@@ -417,15 +417,15 @@ bool ks_rt_global_index(const ks_anode *e, char d, const ks_anode **product) {
     return false;
   for (int t = 0; t < 2; t++) {
     const ks_anode *tid = e->kids[t], *prod = e->kids[1 - t];
-    if (!is_builtin_member(tid, "threadIdx", d))
+    if (!ks_rt_builtin_member(tid, "threadIdx", d))
       continue;
     const ks_anode *p = ks_rt_strip(prod, true);
     if (!p || p->kind != KS_AK_BINARY || !p->op || strcmp(p->op, "*") || p->nkids != 2)
       continue;
-    if ((is_builtin_member(p->kids[0], "blockIdx", d) &&
-         is_builtin_member(p->kids[1], "blockDim", d)) ||
-        (is_builtin_member(p->kids[0], "blockDim", d) &&
-         is_builtin_member(p->kids[1], "blockIdx", d))) {
+    if ((ks_rt_builtin_member(p->kids[0], "blockIdx", d) &&
+         ks_rt_builtin_member(p->kids[1], "blockDim", d)) ||
+        (ks_rt_builtin_member(p->kids[0], "blockDim", d) &&
+         ks_rt_builtin_member(p->kids[1], "blockIdx", d))) {
       if (product)
         *product = prod;
       return true;

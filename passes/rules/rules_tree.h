@@ -113,6 +113,8 @@ const char *ks_rt_indent_step(ks_arena *arena, const ks_rule_input *in);
 /* The indentation one level below a line indented with `indent`. */
 const char *ks_rt_deeper(ks_arena *arena, const ks_rule_input *in, const char *indent);
 
+/* Is `n` (through casts) BUILTIN.D, as `threadIdx.x`? */
+bool ks_rt_builtin_member(const ks_anode *n, const char *builtin, char d);
 /* Is `e` blockIdx.D * blockDim.D + threadIdx.D (operands in any order,
  * with casts)? *product is set to the blockIdx.D * blockDim.D operand. */
 bool ks_rt_global_index(const ks_anode *e, char d, const ks_anode **product);

@@ -265,20 +265,21 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
   ks_shape sh;
-  ks_shape_find(in, 0, &sh);
+  ks_shape_find(ctx, arena, in, 0, &sh);
   if (sh.why)
     return ks_rt_not_applicable(arena, out, "%s", sh.why);
   if (sh.var[1])
     return ks_rt_not_applicable(arena, out, "a 2-D kernel (it has a y index)");
   const ks_anode *body = sh.body, *iv = sh.var[0], *init = ks_rt_var_init(iv);
-  unsigned allowed[2] = {init->begin, init->end};
-  problem = ks_rt_mapping_problem(arena, in, allowed, 1);
+  unsigned allowed[12];
+  size_t nallowed = ks_shape_allowed(&sh, allowed);
+  problem = ks_rt_mapping_problem(arena, in, allowed, nallowed);
   /* A kernel whose work depends on its block (a per-block offset, block 0
    * left alone) keeps its grid: each block gets 1/V of the threads, each
    * doing V of the block's elements. */
   bool narrow = false;
-  if (problem && strstr(problem, "reads blockIdx")) {
-    problem = ks_rt_block_mapping_problem(arena, in, allowed, 1);
+  if (problem && strstr(problem, "reads blockIdx") && !sh.alias) {
+    problem = ks_rt_block_mapping_problem(arena, in, allowed, nallowed);
     narrow = true;
   }
   if (problem)
@@ -532,6 +533,8 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return -1;
   ks_rule_require(arena, &out->child, ks_shape_coverage_guard(arena, &pol, 0, bound_guard));
+  if (sh.requires)
+    ks_rule_require(arena, &out->child, sh.requires);
   for (size_t k = 0; k < s.nbufs; k++)
     if (s.bufs[k].vec)
       ks_rule_require(arena, &out->child,

@@ -496,11 +496,14 @@ static int apply_vectorize_2d(ks_ctx *ctx, const ks_rule_input *in, int param, k
   if (problem)
     return ks_rt_not_applicable(arena, out, "%s", problem);
   ks_shape sh;
-  ks_shape_find(in, 0, &sh);
+  ks_shape_find(ctx, arena, in, 0, &sh);
   if (sh.why)
     return ks_rt_not_applicable(arena, out, "%s", sh.why);
   if (!sh.var[1])
     return ks_rt_not_applicable(arena, out, "a 1-D kernel (no y index)");
+  if (sh.alias)
+    return ks_rt_not_applicable(arena, out, "its x index is read through aliases with a constant "
+                                            "block size");
   unsigned allowed[4];
   for (int d = 0; d < 2; d++) {
     const ks_anode *i = ks_rt_var_init(sh.var[d]);

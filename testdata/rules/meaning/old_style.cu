@@ -210,6 +210,26 @@ __global__ void fir_c89(const float *x, const float *w, float *y, int n)
     }
 }
 
+/* Rodinia's style: the block and thread indexes copied to locals, the
+ * block size a macro in the index (the launch uses the same macro), a
+ * `long` element count. coarsen and vectorize see the global index through
+ * the aliases and require the block to be that size. */
+#define NUMBER_THREADS 512
+/* kernelsmith:
+ *   size timed: ne = 1 << 22
+ *   inout img[ne] uniform(0, 255) tol(atol = 1e-4, rtol = 1e-4)
+ *   launch grid = ceil_div(ne, 512), block = 512
+ */
+__global__ void extract_alias(long ne, float *img)
+{
+    int bx = blockIdx.x;
+    int tx = threadIdx.x;
+    int ei = (bx * NUMBER_THREADS) + tx;
+    if (ei < ne) {
+        img[ei] = expf(img[ei] / 255);
+    }
+}
+
 void run_all(float *a, float *x, float *y, float *img, float *v, int nrow, int ncol, int n)
 {
     dim3 threads(DIM_BLOCK);
@@ -226,4 +246,8 @@ void run_all(float *a, float *x, float *y, float *img, float *v, int nrow, int n
     fir_c89<<<(n + 255) / 256, 256>>>(x, a, y, n);
     mv_rows_ne<<<(NY + 127) / 128, 128>>>(a, x, y);
     clip_enum_len<<<(CLIP_COUNT + 255) / 256, 256>>>(v);
+    dim3 threads_e;
+    threads_e.x = NUMBER_THREADS;
+    dim3 blocks_e((n + NUMBER_THREADS - 1) / NUMBER_THREADS);
+    extract_alias<<<blocks_e, threads_e>>>((long)n, img);
 }
