@@ -94,20 +94,6 @@ static void cache_key(const ks_compiler *c, const ks_compile_unit *u, bool nvcc,
   ks_buf_release(&b);
 }
 
-static int mkdir_p(const char *dir) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s", dir);
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(path, 0755) && errno != EEXIST)
-      return -1;
-    *p = '/';
-  }
-  return mkdir(path, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 /* Writes atomically: a reader sees the old file or the whole new one. */
 static void write_atomic(const char *path, const void *data, size_t n) {
   char tmp[4200];
@@ -166,7 +152,7 @@ static bool cache_load(const ks_compiler *c, const ks_compile_unit *u, const cha
 
 static void cache_store(const ks_compiler *c, const ks_compile_unit *u, const char *key,
                         const unit_out *o) {
-  if (!c->cache_dir || mkdir_p(c->cache_dir))
+  if (!c->cache_dir || ks_mkdir_p(c->cache_dir))
     return;
   char path[4200];
   ks_buf names = KS_BUF_INIT;
@@ -198,7 +184,7 @@ static char *rejection_load(const ks_compiler *c, const char *key) {
 }
 
 static void rejection_store(const ks_compiler *c, const char *key, const char *why) {
-  if (!c->cache_dir || mkdir_p(c->cache_dir))
+  if (!c->cache_dir || ks_mkdir_p(c->cache_dir))
     return;
   char path[4200];
   snprintf(path, sizeof path, "%s/%s.nvcc-rejected", c->cache_dir, key);

@@ -268,24 +268,6 @@ static char *out_path_of(const char *path) {
   return res;
 }
 
-/* Creates `dir` and the directories between `root` (which exists) and it. */
-static int make_dirs(ks_ctx *ctx, const char *root, const char *dir) {
-  char buf[4096];
-  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
-    return ks_fail(ctx, "%s: path too long", dir);
-  for (char *p = buf + strlen(root) + 1; ; p++) {
-    if (*p != '/' && *p != '\0')
-      continue;
-    char c = *p;
-    *p = '\0';
-    if (mkdir(buf, 0777) && errno != EEXIST)
-      return ks_fail(ctx, "%s: cannot create the directory: %s", buf, strerror(errno));
-    *p = c;
-    if (!c)
-      return 0;
-  }
-}
-
 /* What nvcc names its output when there is no -o: SRC's base name with
  * .o for a compile (in the current directory), a.out for a program. */
 static const char *default_output(ks_arena *a, const char *src, bool compile) {
@@ -337,10 +319,10 @@ static int rewrite_source(ks_ctx *ctx, ks_arena *a, char **argv, int argc, const
     const char *to = ks_arena_printf(a, "%s/%s", cdir, base ? base + 1 : path);
     char *header = ks_path_join(cdir, "kernelsmith_dispatch.h");
     free(path);
-    rc = make_dirs(ctx, store_dir, cdir) || put_file(ctx, to, text) ||
-                 put_file(ctx, header, ks_runtime_header)
-             ? -1
-             : 0;
+    if (ks_mkdir_p(cdir))
+      rc = ks_fail(ctx, "%s: cannot create the directory: %s", cdir, strerror(errno));
+    else if (put_file(ctx, to, text) || put_file(ctx, header, ks_runtime_header))
+      rc = -1;
     free(header);
     if (!rc)
       *out = to;

@@ -75,6 +75,23 @@ out:
   return rc;
 }
 
+int ks_mkdir_p(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(path, 0755) && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  return mkdir(path, 0755) && errno != EEXIST ? -1 : 0;
+}
+
 bool ks_is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);

@@ -42,6 +42,9 @@ const char *ks_path_below(const char *path, const char *base);
 /* Extension test, case-sensitive, `ext` with its dot (".cu"). */
 bool ks_path_has_ext(const char *path, const char *ext);
 bool ks_is_dir(const char *path);
+/* mkdir -p: `dir` and every missing directory above it (mode 0755). -1
+ * with errno set when one cannot be made. */
+int ks_mkdir_p(const char *dir);
 bool ks_is_file(const char *path);
 /* Joins two path pieces with one '/' into a malloc'd string. */
 char *ks_path_join(const char *dir, const char *name);

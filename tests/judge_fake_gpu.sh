@@ -135,8 +135,12 @@ got=$("$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/exp_tanh.cu"
 # other block sizes (the tuning proposer's candidates) come out FAST, whatever
 # the machine's load (set in the worker's wrapper: the worker
 # gets only the environment it needs).
-printf '#!/bin/sh\nFAKE_CUDA_SLOW_BLOCK=256:5 LD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$fake" "$worker" >"$tmp/worker-slow"
-chmod +x "$tmp/worker-slow"
+# slow_worker FILE SPEC: the worker on the stand-in, FAKE_CUDA_SLOW_BLOCK=SPEC.
+slow_worker() {
+  printf '#!/bin/sh\nFAKE_CUDA_SLOW_BLOCK=%s LD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$2" "$fake" "$worker" >"$1"
+  chmod +x "$1"
+}
+slow_worker "$tmp/worker-slow" 256:5
 KERNELSMITH_WORKER="$tmp/worker-slow" "$bin" -q optimize --proposer tuning --rounds 3 --max-evals 10 --sample-seconds 0.05 --no-confirm --compiler nvrtc \
   --store "$tmp/screen" --json "$fixtures/screen/gelu_big.cu" >"$tmp/screen.json" 2>"$tmp/screen.err"
 rc=$?
@@ -170,8 +174,7 @@ fi
 # stand-in makes the original's block (256) 30 ms slower and blocks of 64
 # and 128 slower still: the search's first round (its seed is fixed) holds
 # the original itself (SAME), SLOW blocks and FAST ones (512, 1024).
-printf '#!/bin/sh\nFAKE_CUDA_SLOW_BLOCK=256:30,128:60,64:60 LD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$fake" "$worker" >"$tmp/worker-slow2"
-chmod +x "$tmp/worker-slow2"
+slow_worker "$tmp/worker-slow2" 256:30,128:60,64:60
 KERNELSMITH_WORKER="$tmp/worker-slow2" "$bin" -q optimize --proposer tuning --rounds 2 --max-evals 10 --sample-seconds 0.05 --no-confirm --compiler nvrtc \
   --store "$tmp/screen2" --json "$fixtures/screen/gelu_big_timed.cu" >"$tmp/screen2.json" 2>"$tmp/screen2.err"
 rc=$?

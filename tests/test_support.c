@@ -239,6 +239,26 @@ static void sha256_known_value(void **state) {
   assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+/* mkdir -p: nested directories made, an existing one fine, a file in the
+ * way refused. */
+static void mkdir_p_makes_every_level(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ks-mkdir-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[512], file[512];
+  snprintf(path, sizeof path, "%s/a/b/c", dir);
+  assert_int_equal(ks_mkdir_p(path), 0);
+  assert_true(ks_is_dir(path));
+  assert_int_equal(ks_mkdir_p(path), 0);
+  snprintf(file, sizeof file, "%s/f", dir);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/f/g", dir);
+  assert_int_equal(ks_mkdir_p(path), -1);
+  assert_false(ks_is_dir(path));
+}
+
 static void path_helpers(void **state) {
   assert_string_equal(ks_path_below("/a/b/c.cu", "/a"), "b/c.cu");
   assert_string_equal(ks_path_below("/ab/c.cu", "/a"), "/ab/c.cu");
@@ -268,6 +288,7 @@ int main(void) {
       cmocka_unit_test(read_file_caps_size),
       cmocka_unit_test(sha256_known_value),
       cmocka_unit_test(path_helpers),
+      cmocka_unit_test(mkdir_p_makes_every_level),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

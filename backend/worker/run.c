@@ -59,6 +59,15 @@ static int check_workload(ks_arena *arena, const ks_workload *work, wk_outcome *
  * that skips work when its output already looks computed leaves it stale
  * here. (Poisoning first would let such a variant compute, pass, and keep
  * its skipped timed launches.) */
+/* The 4 KiB pages in which two copies differ (the profile's account of a
+ * compare that took long). */
+static size_t pages_differing(const unsigned char *a, const unsigned char *b, size_t bytes) {
+  size_t n = 0;
+  for (size_t k = 0; k < bytes; k += 4096)
+    n += memcmp(a + k, b + k, bytes - k < 4096 ? bytes - k : 4096) != 0;
+  return n;
+}
+
 static int recheck(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base, wk_kernel *cand,
                    wk_reference *ref, unsigned long long seed, ks_output_checks *out,
                    wk_outcome *oc) {
@@ -85,16 +94,12 @@ static int recheck(wk_state *w, ks_arena *arena, wk_buffers *b, wk_kernel *base,
       double t1 = wk_now();
       bool same = memcmp(x->slot[0], x->slot[2], x->bytes) == 0;
       double t2 = wk_now();
-      size_t differ = 0, in_differ = 0;
-      for (size_t k = 0; k < x->bytes; k += 4096)
-        differ += memcmp(x->slot[0] + k, x->slot[2] + k, x->bytes - k < 4096 ? x->bytes - k : 4096) != 0;
-      if (x->input)
-        for (size_t k = 0; k < x->bytes; k += 4096)
-          in_differ += memcmp(x->slot[0] + k, x->input + k, x->bytes - k < 4096 ? x->bytes - k : 4096) != 0;
-      fprintf(stderr, "kernelsmith-worker: profile: recheck buffer %s: %zu bytes, dtype %d, role %d, "
-                      "same %d (memcmp %.1f ms), pages differing %zu, pages differing from the input %zu\n",
-              wk_name(x), x->bytes, (int)x->spec->dtype, (int)x->spec->role, same, 1e3 * (t2 - t1),
-              differ, in_differ);
+      fprintf(stderr,
+              "kernelsmith-worker: profile: recheck buffer %s: %zu bytes, dtype %d, role %d, "
+              "same %d (memcmp %.1f ms), pages differing %zu, from the input %zu\n",
+              wk_name(x), x->bytes, (int)x->spec->dtype, (int)x->spec->role, same,
+              1e3 * (t2 - t1), pages_differing(x->slot[0], x->slot[2], x->bytes),
+              x->input ? pages_differing(x->slot[0], x->input, x->bytes) : 0);
     }
   return 0;
 }

@@ -51,7 +51,7 @@ static int apply_coarsen(ks_ctx *ctx, const ks_rule_input *in, int param, ks_are
     return ks_rt_not_applicable(arena, out, "%s", sh.why);
   const ks_anode *v = sh.var[sh.dim];
   const ks_anode *init = ks_rt_var_init(v);
-  unsigned allowed[12];
+  unsigned allowed[8];
   size_t nallowed = ks_shape_allowed(&sh, allowed);
   problem = ks_rt_mapping_problem(arena, in, allowed, nallowed);
   if (problem)

@@ -95,18 +95,17 @@ static bool alias_only_in(const ks_anode *body, const ks_anode *v, unsigned from
 
 /* `e` as BUILTIN.x, directly or through one never-assigned local alias read
  * only inside `init` (its declaration's initializer goes to sh's ranges). */
-static bool builtin_x(ks_meaning *m, const ks_anode *body, const ks_anode *init, const ks_anode *e,
+static bool builtin_x(const ks_anode *body, const ks_anode *init, const ks_anode *e,
                       const char *builtin, ks_shape *sh) {
   if (ks_rt_builtin_member(e, builtin, 'x'))
     return true;
   const ks_anode *s = ks_rt_strip(e, false);
-  if (!s || s->kind != KS_AK_DECL_REF || !s->decl || s->decl->kind != KS_AK_VAR ||
-      s->decl->shared_space || s->decl->is_pointer)
+  if (sh->nalias == 2 || !s || s->kind != KS_AK_DECL_REF || !s->decl ||
+      s->decl->kind != KS_AK_VAR || s->decl->shared_space || s->decl->is_pointer)
     return false;
   const ks_anode *vi = ks_rt_var_init(s->decl);
-  if (!vi || !ks_rt_builtin_member(ks_meaning_through_alias(m, s), builtin, 'x') ||
-      !ks_rt_builtin_member(vi, builtin, 'x') ||
-      !alias_only_in(body, s->decl, init->begin, init->end) || sh->nalias == 2)
+  if (!vi || !ks_rt_builtin_member(vi, builtin, 'x') ||
+      !alias_only_in(body, s->decl, init->begin, init->end))
     return false;
   sh->alias_range[sh->nalias][0] = vi->begin;
   sh->alias_range[sh->nalias][1] = vi->end;
@@ -130,8 +129,8 @@ static bool alias_index(ks_meaning *m, ks_arena *arena, const ks_anode *body, co
       long long c = 0;
       sh->nalias = 0;
       if (!ks_meaning_int(m, p->kids[1 - u], &c) || c <= 0 || c > 1024 ||
-          !builtin_x(m, body, init, p->kids[u], "blockIdx", sh) ||
-          !builtin_x(m, body, init, e->kids[t], "threadIdx", sh))
+          !builtin_x(body, init, p->kids[u], "blockIdx", sh) ||
+          !builtin_x(body, init, e->kids[t], "threadIdx", sh))
         continue;
       sh->alias = true;
       sh->requires = ks_arena_printf(arena, "block_x == %lld", c);
@@ -159,7 +158,7 @@ static const ks_anode *find_index(ks_meaning *m, ks_arena *arena, const ks_anode
   return NULL;
 }
 
-size_t ks_shape_allowed(const ks_shape *sh, unsigned out[12]) {
+size_t ks_shape_allowed(const ks_shape *sh, unsigned out[8]) {
   size_t n = 0;
   for (int d = 0; d < 2; d++)
     if (sh->var[d]) {

@@ -47,8 +47,8 @@ bool ks_shape_pure_decl(const ks_anode *s);
 void ks_shape_find(ks_ctx *ctx, ks_arena *arena, const ks_rule_input *in, int dim, ks_shape *sh);
 /* The ranges a rewrite of `sh` lets read the thread-mapping builtins: the
  * initializers of the indexes and of their aliases. Returns how many (at
- * most 6) were written to `out` (pairs begin, end). */
-size_t ks_shape_allowed(const ks_shape *sh, unsigned out[12]);
+ * most 4) were written to `out` (pairs begin, end). */
+size_t ks_shape_allowed(const ks_shape *sh, unsigned out[8]);
 /* Whether B is made of scalar parameters never modified, literals,
  * arithmetic and casts (so a guard can be written with it). */
 bool ks_shape_guardable(const ks_anode *body, const ks_anode *bound);

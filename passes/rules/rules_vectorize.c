@@ -271,7 +271,7 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   if (sh.var[1])
     return ks_rt_not_applicable(arena, out, "a 2-D kernel (it has a y index)");
   const ks_anode *body = sh.body, *iv = sh.var[0], *init = ks_rt_var_init(iv);
-  unsigned allowed[12];
+  unsigned allowed[8];
   size_t nallowed = ks_shape_allowed(&sh, allowed);
   problem = ks_rt_mapping_problem(arena, in, allowed, nallowed);
   /* A kernel whose work depends on its block (a per-block offset, block 0
