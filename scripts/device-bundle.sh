@@ -15,6 +15,7 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/clang"
 bins=($build/cli/kernelsmith-cc $build/tests/test_support $build/tests/test_scan
       $build/tests/test_flags $build/tests/test_backend $build/tests/test_gpu_driver
       $build/backend/kernelsmith-worker $build/tests/test_wire $build/tests/test_worker_gpu
+      $build/tests/test_capture_ref_gpu
       $build/tests/test_compile $build/tests/test_expr $build/tests/test_spec
       $build/bench/compile/compile_bench)
 for t in test_slice test_kast test_store test_search test_rules test_runtime_header test_emit \

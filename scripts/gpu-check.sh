@@ -30,6 +30,7 @@ step doctor $ks/bin/kernelsmith-cc doctor
 $ks/bin/kernelsmith-cc doctor --json >"$out/doctor.json" 2>/dev/null
 step gpu_driver $ks/bin/test_gpu_driver
 step worker_gpu $ks/bin/test_worker_gpu   # finds kernelsmith-worker beside itself
+step capture_ref_gpu $ks/bin/test_capture_ref_gpu
 step wire $ks/bin/test_wire
 step backend $ks/bin/test_backend
 step support $ks/bin/test_support

@@ -22,7 +22,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
   --format=csv,noheader >"$dest/gpu.txt" 2>&1
 logs=$(mktemp -d)
 if [ "${KS_E2E_TESTS:-1}" = 1 ]; then
-  for t in test_runtime_header test_worker_gpu; do
+  for t in test_runtime_header test_worker_gpu test_capture_ref_gpu; do
     [ -x $ks/bin/$t ] || continue
     $ks/bin/$t >"$logs/$t.log" 2>&1
     echo "$t: rc $?" | tee -a "$dest/tests.txt"

@@ -216,6 +216,34 @@ static double error_of(double v, double ref) {
  * original that the reference shows is no less accurate than allowed (a
  * sum in another order, where it cancels) is excused: taken out of
  * c->mismatches, which then starts at the first element left. */
+/* The original's errors against the reference, into both the original's
+ * and the candidate's fields: the candidate's bytes are the original's, so
+ * its errors are the same, nothing is worse and nothing is excused. f32
+ * against f64, the common case, without the per-element type dispatch (on
+ * a 512 MiB output that dispatch took seconds). */
+static void same_bytes(const wk_buffer *x, int base, const wk_buffer *y, double atol,
+                       ks_output_check *c) {
+  size_t n = (size_t)x->spec->count;
+  double max_abs = 0, max_rel = 0;
+  bool f32 = x->spec->dtype == KS_DT_F32 && y->spec->dtype == KS_DT_F64;
+  const float *bf = (const float *)x->slot[base];
+  const double *rf = (const double *)y->slot[0];
+  for (size_t i = 0; i < n; i++) {
+    double r = f32 ? rf[i] : wk_elem_double(y->spec->dtype, y->slot[0], i);
+    double b = f32 ? (double)bf[i] : wk_elem_double(x->spec->dtype, x->slot[base], i);
+    if (!isfinite(r))
+      continue;
+    double e = error_of(b, r), mag = fabs(r);
+    if (!isfinite(e))
+      continue;
+    max_abs = fmax(max_abs, e);
+    if (mag > atol && mag > 0)
+      max_rel = fmax(max_rel, e / mag);
+  }
+  c->ref_base_max_abs = c->ref_cand_max_abs = fmax(c->ref_base_max_abs, max_abs);
+  c->ref_base_max_rel = c->ref_cand_max_rel = fmax(c->ref_base_max_rel, max_rel);
+}
+
 static void compare_one(const wk_buffer *x, int base, int cand, const wk_buffer *y,
                         ks_output_check *c) {
   double atol, rtol, oatol, ortol;
@@ -224,6 +252,10 @@ static void compare_one(const wk_buffer *x, int base, int cand, const wk_buffer 
   c->has_ref = true;
   c->ref_first_mismatch = -1;
   c->ref_excused = 0;
+  if (!memcmp(x->slot[base], x->slot[cand], x->bytes)) {
+    same_bytes(x, base, y, atol, c);
+    return;
+  }
   unsigned long long left = 0; /* mismatches against the original not excused */
   long long first_left = -1;
   double first_want = 0, first_got = 0;

@@ -226,6 +226,8 @@ void wk_compare_capture(const ks_wbuffer *b, const void *want, const void *got,
 typedef struct wk_reference {
   wk_kernel kernel;         /* label "ref" */
   wk_buffers bufs;          /* the workload with f32 widened to f64 */
+  bool allocated;           /* bufs is allocated (the recheck allocates
+                               them only when a mismatch needs them) */
 } wk_reference;
 
 /* One seed of verification; appends to res->seeds. `ref` (NULL: none) runs
