@@ -366,6 +366,8 @@ static int slice_in(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
     }
   }
   rc = ks_slice_closure(&s, (const char *const *)instances->items, instances->len);
+  if (!rc)
+    rc = ks_slice_check_textures(&s, scan->root);
   if (rc)
     goto out;
   rc = ks_slice_emit(&s, arena, out);

@@ -170,6 +170,11 @@ int ks_slice_closure(ks_slicer *s, const char *const *instance_args, size_t nins
  * instance): their declarations join the closure. */
 void ks_slice_need_type(ks_slicer *s, CXType t);
 
+/* slice_texture.c: fails with a one-line reason when a declaration of the
+ * closure reads a texture reference (removed in CUDA 12); the file it names
+ * is relative to `root` (the scan's) when below it. */
+int ks_slice_check_textures(ks_slicer *s, const char *root);
+
 /* slice_inst.c: the template arguments ("float, 256") of every
  * specialization of the (template) kernel the unit instantiates, appended
  * to `out` once each. */

@@ -158,6 +158,10 @@ static const struct {
                               "is not in the scanned files (unsliceable.cu:9)"},
     {"uses_host_variable(float *)", "it uses host variable 'host_scale' (unsliceable.cu:13)"},
     {"uses_std_min(float *)", "it uses 'std::min' from <algorithm>, which NVRTC does not provide"},
+    {"reads_texture_reference(float *)",
+     "it reads the texture reference 'weights_tex' (declared at unsliceable.cu:21), which CUDA 12 "
+     "removed: NVRTC cannot compile it, so the kernel stays as written (a cudaTextureObject_t "
+     "parameter read with tex1Dfetch<T> would make it one kernelsmith-cc can optimize)"},
 };
 
 static const char *expected_failure(const char *signature) {
