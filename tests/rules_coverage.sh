@@ -77,6 +77,8 @@ assert a == b == \"'X' of KERNEL at PATH:N needs N lanes in ID, a 1-D kernel\", 
 assert c.normalize(\"the kernel's 'k' and the blocks' sums\", set()) == \"the kernel's 'X' and the blocks' sums\"
 r = c.refusal(c.normalize(\"/p/q.cu:20: kernel 'k2' has no spec: add a 'kernelsmith:' comment\", {'k2'}))
 assert r == \"kernel 'X' has no spec\", r
+r = c.refusal(c.normalize(\"cannot slice the kernel: it reads the texture reference 'tex' (declared at m.cu:7), which CUDA 12 removed: NVRTC cannot compile it\", {'k'}))
+assert r == \"cannot slice the kernel: it reads the texture reference 'X' (declared at FILE:N), which CUDA N removed\", r
 assert c.family('polybench', 'linear-algebra/kernels/2mm/2mm.cu', 'mm2_kernel1') == 'matmul'
 assert c.family('polybench', 'stencils/fdtd-2d/fdtd2d.cu', 'fdtd_step1_kernel') == 'stencil'
 assert c.family('apps', 'gemv/gemv.cu', 'gemv_kernel') == 'matrix-vector'

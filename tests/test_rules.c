@@ -738,6 +738,28 @@ static void old_style_twins(void **state) {
   assert_true(has_guard(&r.child, "grid_x * block_x >= ne"));
   assert_string_equal(r.child.grid, "dim3(ceil_div(grid_x, 4), grid_y, grid_z)");
 
+  /* block and grid_stride on the same index: the constant becomes
+   * blockDim.x (block), or stays with the launch's block required
+   * (grid_stride); inside a macro's expansion it cannot be edited */
+  r = apply_to(f, "extract_alias", "block", 64);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "block_x == 512"));
+  assert_non_null(strstr(r.child.source, "int ei = (bx * blockDim.x) + tx;"));
+  r = apply_to(f, "extract_alias", "grid_stride", 1);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "block_x == 512"));
+  r = apply_to(f, "scale_macro_block", "block", 128);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "block_x == 256"));
+  assert_string_equal(r.child.block, "128");
+  assert_non_null(strstr(r.child.source, "int i = blockIdx.x * blockDim.x + threadIdx.x;"));
+  r = apply_to(f, "scale_macro_index", "block", 128);
+  assert_false(r.applied);
+  assert_non_null(strstr(r.reason, "comes from the macro use 'GLOBAL_ID(SCALE_BLOCK)'"));
+  r = apply_to(f, "scale_macro_index", "grid_stride", 1);
+  assert_true(r.applied);
+  assert_true(has_guard(&r.child, "block_x == 256"));
+
   /* unroll: a full unroll of `for (t = 0; t <= TAPS - 1; t = t + 1)` */
   r = apply_to(f, "fir_c89", "unroll", 0);
   assert_true(r.applied);

@@ -149,7 +149,11 @@ def refusal(reason):
     """Why a kernel was not tried, grouped: without its location and the
     advice after the first ': ' ("kernel 'X' has no spec")."""
     s = re.sub(r"^(FILE|PATH)(:N)*: ", "", reason)
-    return s.split(": ")[0]
+    parts = s.split(": ")
+    # "cannot slice the kernel" says what failed, the part after it why.
+    if parts[0].startswith("cannot ") and len(parts) > 1:
+        return ": ".join(parts[:2])
+    return parts[0]
 
 
 def kernel_path(root, k):

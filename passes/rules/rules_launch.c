@@ -8,6 +8,7 @@
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "rules_int.h"
+#include "rules_meaning.h"
 #include "rules_tree.h"
 
 /* ---- reading the tree ----------------------------------------------------- */
@@ -28,22 +29,30 @@ static const ks_anode *var_init(const ks_kast *k, const ks_anode *var) {
   return var && var->kind == KS_AK_VAR && var->nkids == 1 ? var->kids[0] : NULL;
 }
 
-/* threadIdx.w, or a variable initialized with it ("int tid = threadIdx.x"). */
-static bool is_thread_index(const ks_kast *k, const ks_anode *n, char w) {
+/* BUILTIN.w, or a local initialized with it and never assigned ("int tid =
+ * threadIdx.x", Rodinia's "int bx = blockIdx.x"). */
+static bool is_coordinate(const ks_kast *k, const ks_anode *n, const char *builtin, char w) {
   n = strip(n);
   if (!n)
     return false;
-  if (ks_anode_is_builtin(n, "threadIdx", w))
+  if (ks_anode_is_builtin(n, builtin, w))
     return true;
-  if (n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_VAR)
-    return is_builtin(var_init(k, n->decl), "threadIdx", w);
+  if (n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_VAR && !n->decl->shared_space)
+    return is_builtin(var_init(k, n->decl), builtin, w) && !ks_rt_modified(k->body, n->decl);
   return false;
 }
 
-/* blockIdx.w * blockDim.w + threadIdx.w, in any order and with casts. When
- * it is blockIdx.w * X + threadIdx.w with another X, *other is X. */
-static bool is_global_index(const ks_kast *k, const ks_anode *n, char w, const ks_anode **other) {
+static bool is_thread_index(const ks_kast *k, const ks_anode *n, char w) {
+  return is_coordinate(k, n, "threadIdx", w);
+}
+
+/* blockIdx.w * X + threadIdx.w, in any order, with casts and the
+ * coordinates through locals (is_coordinate). *constant is NULL when X is
+ * blockDim.w, else X (a block size written as a number or a macro, which a
+ * rule must fold and check against the launch). */
+static bool global_index(const ks_kast *k, const ks_anode *n, char w, const ks_anode **constant) {
   n = strip(n);
+  *constant = NULL;
   if (!n || n->kind != KS_AK_BINARY || strcmp(n->op, "+") || n->nkids != 2)
     return false;
   for (int side = 0; side < 2; side++) {
@@ -52,13 +61,11 @@ static bool is_global_index(const ks_kast *k, const ks_anode *n, char w, const k
         strcmp(mul->op, "*") || mul->nkids != 2)
       continue;
     for (int m = 0; m < 2; m++) {
-      if (!is_builtin(mul->kids[m], "blockIdx", w))
+      if (!is_coordinate(k, mul->kids[m], "blockIdx", w))
         continue;
-      if (is_builtin(mul->kids[1 - m], "blockDim", w))
-        return true;
-      if (other)
-        *other = mul->kids[1 - m];
-      return false;
+      if (!is_builtin(mul->kids[1 - m], "blockDim", w))
+        *constant = mul->kids[1 - m];
+      return true;
     }
   }
   return false;
@@ -77,7 +84,9 @@ typedef struct thread_scan {
   const ks_kast *k;
   const ks_anode *index[3];       /* the first global index per dimension */
   unsigned nindex[3];             /* how many there are */
-  const ks_anode *constant[3];    /* X in blockIdx.w * X, X not blockDim.w */
+  const ks_anode *constant[3][8]; /* X in blockIdx.w * X + threadIdx.w, X not
+                                     blockDim.w (global_index) */
+  unsigned nconstant[3];
   const ks_anode *stray_block_idx[3];  /* blockIdx.w outside a global index */
   const ks_anode *stray_thread_idx[3]; /* threadIdx.w likewise (or its variable) */
   const ks_anode *stray_other;    /* blockDim or gridDim outside one */
@@ -91,15 +100,16 @@ static bool scan_visit(ks_anode *n, void *arg) {
   thread_scan *s = arg;
   static const char dims[] = "xyz";
   for (int d = 0; d < 3; d++) {
-    const ks_anode *other = NULL;
-    if (is_global_index(s->k, n, dims[d], &other)) {
+    const ks_anode *c = NULL;
+    if (global_index(s->k, n, dims[d], &c)) {
       if (!s->index[d])
         s->index[d] = n;
       s->nindex[d]++;
+      if (c && s->nconstant[d] < 8)
+        s->constant[d][s->nconstant[d]] = c;
+      s->nconstant[d] += c != NULL;
       return false;
     }
-    if (other && !s->constant[d])
-      s->constant[d] = other;
   }
   switch (n->kind) {
   case KS_AK_BINARY:
@@ -120,15 +130,21 @@ static bool scan_visit(ks_anode *n, void *arg) {
   case KS_AK_VAR:
     if (n->shared_space && !s->shared)
       s->shared = n;
-    /* "int tid = threadIdx.x": its uses stand for threadIdx.x. */
+    /* "int tid = threadIdx.x", "int bx = blockIdx.x": their uses stand for
+     * the builtins (is_coordinate). */
     for (int d = 0; d < 3; d++)
-      if (is_builtin(var_init(s->k, n), "threadIdx", dims[d]))
+      if ((is_builtin(var_init(s->k, n), "threadIdx", dims[d]) ||
+           is_builtin(var_init(s->k, n), "blockIdx", dims[d])) &&
+          !ks_rt_modified(s->k->body, n))
         return false;
     break;
   case KS_AK_DECL_REF:
-    for (int d = 0; d < 3; d++)
+    for (int d = 0; d < 3; d++) {
       if (is_thread_index(s->k, n, dims[d]) && !s->stray_thread_idx[d])
         s->stray_thread_idx[d] = n;
+      if (is_coordinate(s->k, n, "blockIdx", dims[d]) && !s->stray_block_idx[d])
+        s->stray_block_idx[d] = n;
+    }
     break;
   case KS_AK_MEMBER:
     for (int d = 0; d < 3; d++) {
@@ -252,6 +268,70 @@ static bool find_launch_bounds(ks_arena *arena, const ks_rule_input *in, size_t 
   return true;
 }
 
+/* Whether `text` is one identifier (a macro's name: a node from a macro
+ * whose extent is the name alone is the whole expansion). */
+static bool one_name(const char *text) {
+  if (!*text || (*text >= '0' && *text <= '9'))
+    return false;
+  for (const char *p = text; *p; p++)
+    if (!ks_ctext_is_ident_char(*p))
+      return false;
+  return true;
+}
+
+/* The block sizes written as constants in the global indexes of the
+ * dimensions below ndims (Rodinia's blockIdx.x * NUMBER_THREADS + tx):
+ * each folded as the compiler sees it (rules_meaning) and equal to the
+ * launch's block at the timed size; a requirement "block_w == C" per such
+ * dimension into req[d] (NULL where there is none), and with `edits`, each
+ * constant replaced by blockDim.w, so that the variant's index follows its
+ * own block. NULL, or why not. */
+static const char *constant_blocks(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena,
+                                   const thread_scan *s, int ndims, const long long block[3],
+                                   ks_edits *edits, const char *req[3]) {
+  static const char dims[] = "xyz";
+  ks_meaning *m = NULL;
+  const char *why = NULL;
+  for (int d = 0; d < 3; d++)
+    req[d] = NULL;
+  for (int d = 0; d < ndims && !why; d++) {
+    if (!s->nconstant[d])
+      continue;
+    if (s->nconstant[d] > 8) {
+      why = ks_arena_printf(arena, "it computes its global index with a constant block size "
+                                   "%u times", s->nconstant[d]);
+      break;
+    }
+    long long c0 = 0;
+    for (unsigned i = 0; i < s->nconstant[d] && !why; i++) {
+      const ks_anode *x = s->constant[d][i];
+      const char *text = node_text(arena, in->ast, x);
+      long long c = 0;
+      if (!m)
+        m = ks_meaning_open(ctx, in->ast, arena);
+      if (!ks_meaning_int(m, x, &c))
+        why = ks_arena_printf(arena, "it indexes with '%s', which is neither blockDim.%c nor a "
+                                     "constant", text, dims[d]);
+      else if (c != block[d])
+        why = ks_arena_printf(arena, "it indexes with the constant '%s' (%lld) as its block size, "
+                                     "but its block is %lld along %c", text, c, block[d], dims[d]);
+      else if (i && c != c0)
+        why = ks_arena_printf(arena, "its global indexes use two block sizes (%lld and %lld)", c0, c);
+      else if (edits && (src_at(in, x->begin) < 0 || x->end <= x->begin || !x->parent ||
+                         x->parent->from_macro || (x->from_macro && !one_name(text))))
+        why = ks_arena_printf(arena, "its global index comes from the macro use '%s', inside "
+                                     "which the rewrite cannot write blockDim.%c", text, dims[d]);
+      else if (edits)
+        ks_edits_add(arena, edits, (size_t)src_at(in, x->begin), (size_t)src_at(in, x->end),
+                     ks_arena_printf(arena, "blockDim.%c", dims[d]));
+      c0 = c;
+    }
+    req[d] = ks_arena_printf(arena, "block_%c == %lld", dims[d], c0);
+  }
+  ks_meaning_close(m);
+  return why;
+}
+
 /* ---- block ---------------------------------------------------------------- */
 
 static const int block_choices[] = {64, 128, 256, 512, 1024, 32008, 32004, 16016, 64004, 32016, 128002};
@@ -269,7 +349,8 @@ static bool mentions_index_visit(ks_anode *n, void *arg) {
   static const char dims[] = "xyz";
   if (b->found)
     return false;
-  if (is_global_index(b->k, n, dims[b->d], NULL)) {
+  const ks_anode *c;
+  if (global_index(b->k, n, dims[b->d], &c)) {
     b->found = true;
     return false;
   }
@@ -332,10 +413,11 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
   thread_scan s;
   scan_kernel(in, &s);
   static const char dims[] = "xyz";
-  for (int d = 0; d < ndims; d++)
-    if (s.constant[d])
-      return not_applicable(out, ks_arena_printf(arena, "it indexes with the constant '%s', not blockDim.%c",
-                                                 node_text(arena, in->ast, s.constant[d]), dims[d]));
+  ks_edits e = {0};
+  const char *req[3];
+  const char *cwhy = constant_blocks(ctx, in, arena, &s, ndims, block, &e, req);
+  if (cwhy)
+    return not_applicable(out, cwhy);
   const char *state = block_level_state(in, &s);
   if (state)
     return not_applicable(out, ks_arena_printf(arena, "it %s: its block size is part of its algorithm", state));
@@ -357,6 +439,9 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
     return not_applicable(out, ks_arena_printf(arena, "it uses %s: a 2-D block changes which threads share a warp", s.warp));
 
   ks_rule_child_init(arena, in, &out->child);
+  for (int d = 0; d < 3; d++)
+    if (req[d])
+      ks_rule_require(arena, &out->child, req[d]);
   long long b[2] = {bx, by};
   for (int d = 0; d < ndims; d++) {
     const char *pg = operand(arena, p.grid[d]), *pb = operand(arena, p.block[d]);
@@ -380,8 +465,9 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
     const char *text = parts.len > 1
                            ? ks_arena_printf(arena, "__launch_bounds__(%lld, %s)", bx * by, parts.items[1])
                            : ks_arena_printf(arena, "__launch_bounds__(%lld)", bx * by);
-    ks_edits e = {0};
     ks_edits_add(arena, &e, (size_t)src_at(in, lb_begin), (size_t)src_at(in, lb_end), text);
+  }
+  if (e.len) {
     out->child.source = ks_edits_apply(ctx, arena, in->parent->source, &e);
     if (!out->child.source)
       return -1;
@@ -559,9 +645,12 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
                                                grid[0], in->sm_count, param));
   thread_scan s;
   scan_kernel(in, &s);
-  if (s.constant[0])
-    return not_applicable(out, ks_arena_printf(arena, "it indexes with the constant '%s', not blockDim.x",
-                                               node_text(arena, k, s.constant[0])));
+  /* A constant block size in the index is the launch's (required): the
+   * loop's stride is blockDim.x * gridDim.x either way. */
+  const char *req[3];
+  const char *cwhy = constant_blocks(ctx, in, arena, &s, 1, block, NULL, req);
+  if (cwhy)
+    return not_applicable(out, cwhy);
   const char *state = block_level_state(in, &s);
   if (state)
     return not_applicable(out, ks_arena_printf(arena, "it %s: a thread cannot loop alone", state));
@@ -577,7 +666,8 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
     if (st->kind != KS_AK_DECL_STMT || st->nkids != 1)
       continue;
     const ks_anode *init = var_init(k, st->kids[0]);
-    if (init && is_global_index(k, init, 'x', NULL)) {
+    const ks_anode *c;
+    if (init && global_index(k, init, 'x', &c)) {
       decl = st;
       var = st->kids[0];
       check = body->kids[i + 1];
@@ -658,6 +748,8 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
   const char *pg = p.grid[0], *pb = operand(arena, p.block[0]);
   const char *new_grid = ks_arena_printf(arena, "min(%s, %u * %d)", pg, in->sm_count, param);
   ks_rule_child_init(arena, in, &out->child);
+  if (req[0])
+    ks_rule_require(arena, &out->child, req[0]);
   if (!ks_rt_is_64bit_type(type)) {
     const ks_anode *b = strip(bound);
     if (bound_is_evaluable(b)) {

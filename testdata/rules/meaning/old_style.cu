@@ -230,6 +230,38 @@ __global__ void extract_alias(long ne, float *img)
     }
 }
 
+/* The block size a macro in the index, written out without aliases, in a
+ * grid-stride-free kernel block and grid_stride can take (the launch uses
+ * the macro too); and the same index from a function-like macro, which a
+ * rewrite must not edit inside. */
+#define SCALE_BLOCK 256
+#define GLOBAL_ID(b) (blockIdx.x * (b) + threadIdx.x)
+/* kernelsmith:
+ *   size timed: n = 1 << 22
+ *   in x[n] uniform(-1, 1)
+ *   out y[n]
+ *   launch grid = ceil_div(n, 256), block = 256
+ */
+__global__ void scale_macro_block(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * SCALE_BLOCK + threadIdx.x;
+    if (i < n)
+        y[i] = 2.0f * x[i] + 1.0f;
+}
+
+/* kernelsmith:
+ *   size timed: n = 1 << 22
+ *   in x[n] uniform(-1, 1)
+ *   out y[n]
+ *   launch grid = ceil_div(n, 256), block = 256
+ */
+__global__ void scale_macro_index(const float *x, float *y, int n)
+{
+    int i = GLOBAL_ID(SCALE_BLOCK);
+    if (i < n)
+        y[i] = 2.0f * x[i] + 1.0f;
+}
+
 void run_all(float *a, float *x, float *y, float *img, float *v, int nrow, int ncol, int n)
 {
     dim3 threads(DIM_BLOCK);
@@ -250,4 +282,6 @@ void run_all(float *a, float *x, float *y, float *img, float *v, int nrow, int n
     threads_e.x = NUMBER_THREADS;
     dim3 blocks_e((n + NUMBER_THREADS - 1) / NUMBER_THREADS);
     extract_alias<<<blocks_e, threads_e>>>((long)n, img);
+    scale_macro_block<<<(n + SCALE_BLOCK - 1) / SCALE_BLOCK, SCALE_BLOCK>>>(x, y, n);
+    scale_macro_index<<<(n + SCALE_BLOCK - 1) / SCALE_BLOCK, SCALE_BLOCK>>>(x, y, n);
 }
