@@ -493,16 +493,21 @@ static size_t count(const char *s, const char *what) {
 
 /* Every size set runs 32 lanes for each thread the original ran, in blocks
  * of `block`, and the guards hold everywhere. */
-static void covers(const ks_target *t, const ks_candidate *cand, unsigned block) {
+static void covers_lanes(const ks_target *t, const ks_candidate *cand, unsigned block,
+                         unsigned lanes_per_row) {
   for (size_t i = 0; i < t->nworkloads; i++) {
     const ks_launch_cfg *o = &t->workloads[i].launch, *l = &cand->launches[i];
     assert_true(cand->guards_hold[i]);
     assert_int_equal(l->block[0], block);
     assert_int_equal(l->block[1] * l->block[2] * l->grid[1] * l->grid[2], 1);
     unsigned long long lanes = (unsigned long long)l->grid[0] * l->block[0];
-    unsigned long long want = 32ULL * o->grid[0] * o->block[0];
+    unsigned long long want = (unsigned long long)lanes_per_row * o->grid[0] * o->block[0];
     assert_true(lanes >= want && lanes < want + block);
   }
+}
+
+static void covers(const ks_target *t, const ks_candidate *cand, unsigned block) {
+  covers_lanes(t, cand, block, 32);
 }
 
 static void warp_rows_softmax(void **state) {
@@ -564,6 +569,23 @@ static void warp_rows_gemv_and_spmv(void **state) {
   has(v, "for (int j = row_ptr[row] + ks_lane; j < row_ptr[row + 1]; j += 32)");
   has(v, "dot += __shfl_xor_sync(0xffffffffu, dot, ks_off);");
   has(v, "if (ks_lane == 0) y[row] = dot;");
+
+  /* 8 lanes per row (rows of ~16 nonzeros): the shuffles name the row's
+   * group of lanes, since the warp's other groups may have left at the
+   * bounds check */
+  v = applies(&apps, "spmv_csr_kernel", "warp_rows=25608", &cand, &t);
+  covers_lanes(t, &cand, 256, 8);
+  assert_string_equal(v->grid, "ceil_div(grid_x * block_x * 8, 256)");
+  has(v, "const int ks_lane = threadIdx.x % 8;");
+  has(v, "const unsigned ks_mask = 0xffu << (threadIdx.x % 32 / 8 * 8);");
+  has(v, "int row = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / 8;");
+  has(v, "for (int j = row_ptr[row] + ks_lane; j < row_ptr[row + 1]; j += 8)");
+  has(v, "for (int ks_off = 4; ks_off > 0; ks_off >>= 1) dot += __shfl_xor_sync(ks_mask, dot, ks_off);");
+  lacks(v, "0xffffffffu");
+  v = applies(&apps, "gemv_kernel", "warp_rows=12816", &cand, &t);
+  covers_lanes(t, &cand, 128, 16);
+  has(v, "const unsigned ks_mask = 0xffffu << (threadIdx.x % 32 / 16 * 16);");
+  has(v, "sum += __shfl_xor_sync(ks_mask, sum, ks_off);");
 }
 
 static void warp_rows_other_shapes(void **state) {

@@ -107,6 +107,10 @@ typedef struct rows {
   ks_meaning *meaning;
   bool sync_lane0;             /* lanes read what lane 0 then writes: a
                                   __syncwarp() orders them */
+  int lanes;                   /* lanes per row: 32, or 4, 8, 16 (a group
+                                  of a warp) */
+  const char *mask;            /* the shuffles' and __syncwarp's mask: the
+                                  whole warp, or the row's group */
   const char *why;
 } rows;
 
@@ -674,7 +678,7 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
   bool braces = !f->parent || f->parent->kind != KS_AK_COMPOUND;
   const char *off = ks_rt_fresh(arena, in->parent->source, "ks_off");
 
-  /* start + lane, step 32 */
+  /* start + lane, step lanes */
   const ks_anode *s = ks_rt_strip(l->start, true);
   const char *start =
       ks_rt_is_int(l->start, 0)
@@ -688,8 +692,8 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
                 lane);
   ks_edits_add(arena, e, ks_rt_src_at(in, l->start->begin), ks_rt_src_at(in, l->start->end), start);
   ks_edits_add(arena, e, ks_rt_src_at(in, l->inc->begin), ks_rt_src_at(in, l->inc->end),
-               ks_arena_printf(arena, "%s += 32", l->var->name));
-  /* a stride of 32 steps past `end`: `c != end` becomes `c < end` */
+               ks_arena_printf(arena, "%s += %d", l->var->name, r->lanes));
+  /* a stride of lanes steps past `end`: `c != end` becomes `c < end` */
   if (l->ne)
     ks_edits_add(arena, e, ks_rt_src_at(in, l->ne->begin), ks_rt_src_at(in, l->ne->end),
                  ks_arena_printf(arena, "%s < %s", l->var->name,
@@ -709,13 +713,15 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
       ks_buf_addf(&before, "auto %s = %s;\n%s%s = 0;\n%s", saved, v, indent, v, indent);
     }
     /* The XOR butterfly: both lanes of each pair add the same two values,
-     * so every lane ends with the same bits. */
+     * so every lane ends with the same bits. Offsets below the lanes per
+     * row keep it inside the row's group. */
     if (a->fn)
-      ks_buf_addf(&after, "\n%sfor (int %s = 16; %s > 0; %s >>= 1)\n%s%s = %s(%s, __shfl_xor_sync(0xffffffffu, %s, %s));",
-                  indent, off, off, off, ks_rt_deeper(arena, in, indent), v, a->fn, v, v, off);
+      ks_buf_addf(&after, "\n%sfor (int %s = %d; %s > 0; %s >>= 1)\n%s%s = %s(%s, __shfl_xor_sync(%s, %s, %s));",
+                  indent, off, r->lanes / 2, off, off, ks_rt_deeper(arena, in, indent), v, a->fn, v,
+                  r->mask, v, off);
     else
-      ks_buf_addf(&after, "\n%sfor (int %s = 16; %s > 0; %s >>= 1) %s += __shfl_xor_sync(0xffffffffu, %s, %s);",
-                  indent, off, off, off, v, v, off);
+      ks_buf_addf(&after, "\n%sfor (int %s = %d; %s > 0; %s >>= 1) %s += __shfl_xor_sync(%s, %s, %s);",
+                  indent, off, r->lanes / 2, off, off, v, r->mask, v, off);
     if (saved)
       ks_buf_addf(&after, "\n%s%s = %s + %s;", indent, v, saved, v);
   }
@@ -733,14 +739,20 @@ static void rows_edit_loop(rows *r, ks_edits *e, const rows_loop *l, const char 
   ks_buf_release(&after);
 }
 
-static const int warp_rows_choices[] = {128, 256, 512};
+/* The block size (one warp per row), or block * 100 + lanes per row (a
+ * group of 4, 8 or 16 lanes of a warp per row: short rows, as a sparse
+ * matrix's, leave most of a warp idle). */
+static const int warp_rows_choices[] = {128, 256, 512, 25608, 25604, 25616, 12808};
 
 static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
                            ks_rule_result *out) {
-  if (param < 32 || param > 1024 || param % 32)
+  int block = param > 1024 ? param / 100 : param, lanes = param > 1024 ? param % 100 : 32;
+  if (block < 32 || block > 1024 || block % 32)
     return ks_rt_not_applicable(arena, out, "its block size must be a multiple of 32 up to 1024, not %d",
-                                param);
-  rows r = {.arena = arena, .in = in, .k = in->ast};
+                                block);
+  if (lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32)
+    return ks_rt_not_applicable(arena, out, "a row's lanes must be 4, 8, 16 or 32, not %d", lanes);
+  rows r = {.arena = arena, .in = in, .k = in->ast, .lanes = lanes, .mask = "0xffffffffu"};
   r.meaning = ks_meaning_open(ctx, in->ast, arena);
   bool matched = rows_find_row(&r) && rows_block(&r, in->ast->body) && rows_dependences(&r);
   ks_meaning_close(r.meaning);
@@ -770,12 +782,26 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   const char *indent = ks_rt_line_indent(arena, unit, first);
   /* One warp per row: whole warps share a row, so every warp is full
    * (the block is a multiple of 32) and the row's bounds check sends
-   * whole warps home together. */
-  ks_edits_add(arena, &e, ks_rt_src_at(in, first), ks_rt_src_at(in, first),
-               ks_arena_printf(arena, "const int %s = threadIdx.x %% 32;  // one warp per row\n%s",
-                               lane, indent));
+   * whole warps home together. A group of lanes per row: the group's
+   * lanes share the row and its control flow, the warp's other groups
+   * may leave at the bounds check, so the shuffles name the group alone
+   * (a mask of its lanes; the butterfly's offsets stay inside it). */
+  if (lanes == 32) {
+    ks_edits_add(arena, &e, ks_rt_src_at(in, first), ks_rt_src_at(in, first),
+                 ks_arena_printf(arena, "const int %s = threadIdx.x %% 32;  // one warp per row\n%s",
+                                 lane, indent));
+  } else {
+    r.mask = ks_rt_fresh(arena, in->parent->source, "ks_mask");
+    ks_edits_add(arena, &e, ks_rt_src_at(in, first), ks_rt_src_at(in, first),
+                 ks_arena_printf(arena,
+                                 "const int %s = threadIdx.x %% %d;  // %d lanes per row\n%s"
+                                 "const unsigned %s = 0x%xu << (threadIdx.x %% 32 / %d * %d);\n%s",
+                                 lane, lanes, lanes, indent, r.mask, (1u << lanes) - 1, lanes, lanes,
+                                 indent));
+  }
   ks_edits_add(arena, &e, ks_rt_src_at(in, r.row_init->begin), ks_rt_src_at(in, r.row_init->end),
-               "((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / 32");
+               ks_arena_printf(arena, "((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / %d",
+                               lanes));
   for (size_t i = 0; i < r.loops.len; i++)
     rows_edit_loop(&r, &e, r.loops.items[i], lane);
   /* Stores of per-row values: every lane has the same value; one writes. */
@@ -786,7 +812,10 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     bool braces = !parent || parent->kind != KS_AK_COMPOUND;
     ks_edits_add(arena, &e, ks_rt_src_at(in, child->begin), ks_rt_src_at(in, child->begin),
                  ks_arena_printf(arena, "%s%sif (%s == 0) ", braces ? "{ " : "",
-                                 r.sync_lane0 && i == 0 ? "__syncwarp(); " : "", lane));
+                                 !(r.sync_lane0 && i == 0) ? ""
+                                 : lanes == 32            ? "__syncwarp(); "
+                                                          : ks_arena_printf(arena, "__syncwarp(%s); ", r.mask),
+                                 lane));
     if (braces) {
       unsigned end = ks_rt_stmt_end_deep(unit, child);
       ks_edits_add(arena, &e, ks_rt_src_at(in, end), ks_rt_src_at(in, end), " }");
@@ -806,16 +835,18 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     if (close)
       ks_ctext_split(arena, open + 1, close, &args);
     ks_edits_add(arena, &e, ks_rt_src_at(in, a->begin), ks_rt_src_at(in, a->end),
-                 args.len > 1 ? ks_arena_printf(arena, "__launch_bounds__(%d, %s)", param, args.items[1])
-                              : ks_arena_printf(arena, "__launch_bounds__(%d)", param));
+                 args.len > 1 ? ks_arena_printf(arena, "__launch_bounds__(%d, %s)", block, args.items[1])
+                              : ks_arena_printf(arena, "__launch_bounds__(%d)", block));
   }
-  if (ks_rt_finish(ctx, in, arena, &e, ks_arena_printf(arena, "warp_rows=%d", param), out))
+  const char *technique = lanes == 32 ? ks_arena_printf(arena, "warp_rows=%d", block)
+                                      : ks_arena_printf(arena, "warp_rows=%d/%d", block, lanes);
+  if (ks_rt_finish(ctx, in, arena, &e, technique, out))
     return -1;
 
-  /* 32 lanes for each thread the parent launched. */
+  /* `lanes` lanes for each thread the parent launched. */
   const char *g = ks_rt_paren(arena, p.grid[0]), *b = ks_rt_paren(arena, p.block[0]);
-  p.grid[0] = ks_arena_printf(arena, "ceil_div(%s * %s * 32, %d)", g, b, param);
-  p.block[0] = ks_arena_printf(arena, "%d", param);
+  p.grid[0] = ks_arena_printf(arena, "ceil_div(%s * %s * %d, %d)", g, b, lanes, block);
+  p.block[0] = ks_arena_printf(arena, "%d", block);
   /* y and z only repeated the rows (the kernel reads no other coordinate) */
   p.grid[1] = p.grid[2] = p.block[1] = p.block[2] = "1";
   ks_rule_policy_write(arena, &p, &out->child);
@@ -832,14 +863,16 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
                       ks_rt_refers_to(ks_rt_strip(n->kids[1], true), r.row_var));
   }
   if (!bounded)
-    ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s * %s * 32 %% %d == 0", g, b, param));
+    ks_rule_require(arena, &out->child,
+                    ks_arena_printf(arena, "%s * %s * %d %% %d == 0", g, b, lanes, block));
   return 0;
 }
 
 const ks_rule ks_rule_warp_rows = {
     "warp_rows",
     "one warp per row instead of one thread: column loops stride by 32 lanes, sums and max/min "
-    "combined with warp shuffles; PARAM threads per block",
+    "combined with warp shuffles; PARAM threads per block, or block * 100 + lanes per row (4, 8, "
+    "16: a group of a warp per short row)",
     false,
     warp_rows_choices,
     sizeof warp_rows_choices / sizeof *warp_rows_choices,
