@@ -759,6 +759,11 @@ static void old_style_twins(void **state) {
   r = apply_to(f, "scale_macro_index", "grid_stride", 1);
   assert_true(r.applied);
   assert_true(has_guard(&r.child, "block_x == 256"));
+  r = apply_to(f, "scale_first_half", "block", 128);
+  assert_false(r.applied);
+  assert_non_null(strstr(r.reason, "it uses threadIdx.x outside its global index"));
+  r = apply_to(f, "scale_first_half", "grid_stride", 1);
+  assert_false(r.applied);
 
   /* unroll: a full unroll of `for (t = 0; t <= TAPS - 1; t = t + 1)` */
   r = apply_to(f, "fir_c89", "unroll", 0);

@@ -259,10 +259,14 @@ static void compare_one(const wk_buffer *x, int base, int cand, const wk_buffer 
   unsigned long long left = 0; /* mismatches against the original not excused */
   long long first_left = -1;
   double first_want = 0, first_got = 0;
+  /* f32 against f64 read directly, as in same_bytes. */
+  bool f32 = x->spec->dtype == KS_DT_F32 && y->spec->dtype == KS_DT_F64;
+  const float *bf = (const float *)x->slot[base], *gf = (const float *)x->slot[cand];
+  const double *rf = (const double *)y->slot[0];
   for (size_t i = 0; i < (size_t)x->spec->count; i++) {
-    double r = wk_elem_double(y->spec->dtype, y->slot[0], i);
-    double b = wk_elem_double(x->spec->dtype, x->slot[base], i);
-    double g = wk_elem_double(x->spec->dtype, x->slot[cand], i);
+    double r = f32 ? rf[i] : wk_elem_double(y->spec->dtype, y->slot[0], i);
+    double b = f32 ? (double)bf[i] : wk_elem_double(x->spec->dtype, x->slot[base], i);
+    double g = f32 ? (double)gf[i] : wk_elem_double(x->spec->dtype, x->slot[cand], i);
     double ae, re;
     bool differs = c->mismatches && !wk_element_ok(b, g, oatol, ortol, &ae, &re);
     bool worse = false;

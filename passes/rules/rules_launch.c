@@ -89,6 +89,8 @@ typedef struct thread_scan {
   unsigned nconstant[3];
   const ks_anode *stray_block_idx[3];  /* blockIdx.w outside a global index */
   const ks_anode *stray_thread_idx[3]; /* threadIdx.w likewise (or its variable) */
+  const ks_anode *thread_use[3][16];   /* every such use, for `block` */
+  unsigned nthread_use[3];
   const ks_anode *stray_other;    /* blockDim or gridDim outside one */
   const char *sync;               /* a __syncthreads-like call */
   const char *warp;               /* a warp-level intrinsic */
@@ -140,8 +142,13 @@ static bool scan_visit(ks_anode *n, void *arg) {
     break;
   case KS_AK_DECL_REF:
     for (int d = 0; d < 3; d++) {
-      if (is_thread_index(s->k, n, dims[d]) && !s->stray_thread_idx[d])
-        s->stray_thread_idx[d] = n;
+      if (is_thread_index(s->k, n, dims[d])) {
+        if (!s->stray_thread_idx[d])
+          s->stray_thread_idx[d] = n;
+        if (s->nthread_use[d] < 16)
+          s->thread_use[d][s->nthread_use[d]] = n;
+        s->nthread_use[d]++;
+      }
       if (is_coordinate(s->k, n, "blockIdx", dims[d]) && !s->stray_block_idx[d])
         s->stray_block_idx[d] = n;
     }
@@ -150,8 +157,13 @@ static bool scan_visit(ks_anode *n, void *arg) {
     for (int d = 0; d < 3; d++) {
       if (ks_anode_is_builtin(n, "blockIdx", dims[d]) && !s->stray_block_idx[d])
         s->stray_block_idx[d] = n;
-      if (ks_anode_is_builtin(n, "threadIdx", dims[d]) && !s->stray_thread_idx[d])
-        s->stray_thread_idx[d] = n;
+      if (ks_anode_is_builtin(n, "threadIdx", dims[d])) {
+        if (!s->stray_thread_idx[d])
+          s->stray_thread_idx[d] = n;
+        if (s->nthread_use[d] < 16)
+          s->thread_use[d][s->nthread_use[d]] = n;
+        s->nthread_use[d]++;
+      }
       if ((ks_anode_is_builtin(n, "blockDim", dims[d]) ||
            ks_anode_is_builtin(n, "gridDim", dims[d])) && !s->stray_other)
         s->stray_other = n;
@@ -332,6 +344,29 @@ static const char *constant_blocks(ks_ctx *ctx, const ks_rule_input *in, ks_aren
   return why;
 }
 
+/* A use of threadIdx.w outside the global index whose value a block of
+ * another size keeps: `threadIdx.x % C` with C dividing both blocks (a
+ * lane, as warp_rows writes it). NULL, or the first use that is not. */
+static const ks_anode *block_dependent_use(const thread_scan *s, int d, long long old_block,
+                                           long long new_block) {
+  if (s->nthread_use[d] > 16)
+    return s->stray_thread_idx[d];
+  for (unsigned i = 0; i < s->nthread_use[d]; i++) {
+    const ks_anode *n = s->thread_use[d][i], *up = n->parent;
+    while (up && (up->kind == KS_AK_PAREN || (up->kind == KS_AK_OTHER && ks_anode_strip(up, false) != up)))
+      up = up->parent;
+    const ks_anode *c = up && up->kind == KS_AK_BINARY && up->op && !strcmp(up->op, "%") &&
+                                up->nkids == 2
+                            ? strip(up->kids[1])
+                            : NULL;
+    bool lane = c && c->kind == KS_AK_INT_LITERAL && c->int_value > 0 &&
+                old_block % c->int_value == 0 && new_block % c->int_value == 0;
+    if (!lane)
+      return n;
+  }
+  return NULL;
+}
+
 /* ---- block ---------------------------------------------------------------- */
 
 static const int block_choices[] = {64, 128, 256, 512, 1024, 32008, 32004, 16016, 64004, 32016, 128002};
@@ -435,6 +470,16 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
     return not_applicable(out, ks_arena_printf(arena, "it singles out a thread of each block ('%s'): its "
                                                       "work per block depends on the block size",
                                                node_text(arena, in->ast, s.leader)));
+  /* `if (tx < 256)`, `x[tx]`: what a thread does would depend on its
+   * place in a block of another size. */
+  long long nb[2] = {bx, by};
+  for (int d = 0; d < ndims; d++) {
+    const ks_anode *use = block_dependent_use(&s, d, block[d], nb[d]);
+    if (use)
+      return not_applicable(out, ks_arena_printf(arena, "it uses threadIdx.%c outside its global index "
+                                                        "('%s'): its work per thread depends on the block size",
+                                                 dims[d], node_text(arena, in->ast, use->parent ? use->parent : use)));
+  }
   if (ndims == 2 && s.warp)
     return not_applicable(out, ks_arena_printf(arena, "it uses %s: a 2-D block changes which threads share a warp", s.warp));
 

@@ -262,6 +262,22 @@ __global__ void scale_macro_index(const float *x, float *y, int n)
         y[i] = 2.0f * x[i] + 1.0f;
 }
 
+/* The thread's place in its block read beside the index: a block of
+ * another size would scale other elements. block and grid_stride decline. */
+/* kernelsmith:
+ *   size timed: n = 1 << 22
+ *   in x[n] uniform(-1, 1)
+ *   out y[n]
+ *   launch grid = ceil_div(n, 256), block = 256
+ */
+__global__ void scale_first_half(const float *x, float *y, int n)
+{
+    int tx = threadIdx.x;
+    int i = blockIdx.x * SCALE_BLOCK + tx;
+    if (i < n)
+        y[i] = tx < SCALE_BLOCK / 2 ? 2.0f * x[i] : x[i];
+}
+
 void run_all(float *a, float *x, float *y, float *img, float *v, int nrow, int ncol, int n)
 {
     dim3 threads(DIM_BLOCK);
@@ -284,4 +300,5 @@ void run_all(float *a, float *x, float *y, float *img, float *v, int nrow, int n
     extract_alias<<<blocks_e, threads_e>>>((long)n, img);
     scale_macro_block<<<(n + SCALE_BLOCK - 1) / SCALE_BLOCK, SCALE_BLOCK>>>(x, y, n);
     scale_macro_index<<<(n + SCALE_BLOCK - 1) / SCALE_BLOCK, SCALE_BLOCK>>>(x, y, n);
+    scale_first_half<<<(n + SCALE_BLOCK - 1) / SCALE_BLOCK, SCALE_BLOCK>>>(x, y, n);
 }
