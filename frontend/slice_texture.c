@@ -38,17 +38,9 @@ static bool diag_place(ks_slicer *s, CXDiagnostic d, CXFile *file, const char **
 /* The names a `texture <...> a, b;` declaration at `text` declares. */
 static void declared_names(ks_slicer *s, const char *text, const char *end, const char *path,
                            unsigned line, texture_refs *out) {
-  const char *p = ks_ctext_find(text, end, "<");
-  int depth = 0;
-  for (; p && p < end; p++) {
-    if (*p == '<')
-      depth++;
-    else if (*p == '>' && --depth == 0)
-      break;
-  }
-  if (!p || p >= end)
-    return;
-  const char *stop = ks_ctext_find(p, end, ";");
+  const char *open = ks_ctext_find(text, end, "<");
+  const char *p = open ? ks_ctext_matching(open, end) : NULL;
+  const char *stop = p ? ks_ctext_find(p, end, ";") : NULL;
   if (!stop)
     return;
   for (p++; p < stop;) {

@@ -211,30 +211,27 @@ static double error_of(double v, double ref) {
   return isfinite(v) ? fabs(v - ref) : INFINITY;
 }
 
-/* One output: the fields of `c` from the two runs' slots of `x` and the
- * reference's slot 0 of `y`. An element beyond the tolerance against the
- * original that the reference shows is no less accurate than allowed (a
- * sum in another order, where it cancels) is excused: taken out of
- * c->mismatches, which then starts at the first element left. */
+/* Element i as a double: f32 and f64, the common types, read in place
+ * (this runs over every element of every output), others through
+ * wk_elem_double. */
+static inline double value_at(ks_dtype t, const void *data, size_t i) {
+  if (t == KS_DT_F32)
+    return ((const float *)data)[i];
+  if (t == KS_DT_F64)
+    return ((const double *)data)[i];
+  return wk_elem_double(t, data, i);
+}
+
 /* The original's errors against the reference, into both the original's
  * and the candidate's fields: the candidate's bytes are the original's, so
- * its errors are the same, nothing is worse and nothing is excused. f32
- * against f64, the common case, without the per-element type dispatch (on
- * a 512 MiB output that dispatch took seconds). */
+ * its errors are the same, nothing is worse and nothing is excused. */
 static void same_bytes(const wk_buffer *x, int base, const wk_buffer *y, double atol,
                        ks_output_check *c) {
-  size_t n = (size_t)x->spec->count;
   double max_abs = 0, max_rel = 0;
-  bool f32 = x->spec->dtype == KS_DT_F32 && y->spec->dtype == KS_DT_F64;
-  const float *bf = (const float *)x->slot[base];
-  const double *rf = (const double *)y->slot[0];
-  for (size_t i = 0; i < n; i++) {
-    double r = f32 ? rf[i] : wk_elem_double(y->spec->dtype, y->slot[0], i);
-    double b = f32 ? (double)bf[i] : wk_elem_double(x->spec->dtype, x->slot[base], i);
-    if (!isfinite(r))
-      continue;
-    double e = error_of(b, r), mag = fabs(r);
-    if (!isfinite(e))
+  for (size_t i = 0; i < (size_t)x->spec->count; i++) {
+    double r = value_at(y->spec->dtype, y->slot[0], i);
+    double e = error_of(value_at(x->spec->dtype, x->slot[base], i), r), mag = fabs(r);
+    if (!isfinite(r) || !isfinite(e))
       continue;
     max_abs = fmax(max_abs, e);
     if (mag > atol && mag > 0)
@@ -244,6 +241,11 @@ static void same_bytes(const wk_buffer *x, int base, const wk_buffer *y, double 
   c->ref_base_max_rel = c->ref_cand_max_rel = fmax(c->ref_base_max_rel, max_rel);
 }
 
+/* One output: the fields of `c` from the two runs' slots of `x` and the
+ * reference's slot 0 of `y`. An element beyond the tolerance against the
+ * original that the reference shows is no less accurate than allowed (a
+ * sum in another order, where it cancels) is excused: taken out of
+ * c->mismatches, which then starts at the first element left. */
 static void compare_one(const wk_buffer *x, int base, int cand, const wk_buffer *y,
                         ks_output_check *c) {
   double atol, rtol, oatol, ortol;
@@ -259,14 +261,10 @@ static void compare_one(const wk_buffer *x, int base, int cand, const wk_buffer 
   unsigned long long left = 0; /* mismatches against the original not excused */
   long long first_left = -1;
   double first_want = 0, first_got = 0;
-  /* f32 against f64 read directly, as in same_bytes. */
-  bool f32 = x->spec->dtype == KS_DT_F32 && y->spec->dtype == KS_DT_F64;
-  const float *bf = (const float *)x->slot[base], *gf = (const float *)x->slot[cand];
-  const double *rf = (const double *)y->slot[0];
   for (size_t i = 0; i < (size_t)x->spec->count; i++) {
-    double r = f32 ? rf[i] : wk_elem_double(y->spec->dtype, y->slot[0], i);
-    double b = f32 ? (double)bf[i] : wk_elem_double(x->spec->dtype, x->slot[base], i);
-    double g = f32 ? (double)gf[i] : wk_elem_double(x->spec->dtype, x->slot[cand], i);
+    double r = value_at(y->spec->dtype, y->slot[0], i);
+    double b = value_at(x->spec->dtype, x->slot[base], i);
+    double g = value_at(x->spec->dtype, x->slot[cand], i);
     double ae, re;
     bool differs = c->mismatches && !wk_element_ok(b, g, oatol, ortol, &ae, &re);
     bool worse = false;

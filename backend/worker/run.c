@@ -54,11 +54,6 @@ static int check_workload(ks_arena *arena, const ks_workload *work, wk_outcome *
   return 0;
 }
 
-/* The candidate's last run sees fresh inputs but its outputs as the timing
- * loop left them, as in an application that reuses its buffers: a variant
- * that skips work when its output already looks computed leaves it stale
- * here. (Poisoning first would let such a variant compute, pass, and keep
- * its skipped timed launches.) */
 /* The 4 KiB pages in which two copies differ (the profile's account of a
  * compare that took long). */
 static size_t pages_differing(const unsigned char *a, const unsigned char *b, size_t bytes) {
@@ -68,6 +63,11 @@ static size_t pages_differing(const unsigned char *a, const unsigned char *b, si
   return n;
 }
 
+/* The candidate's last run sees fresh inputs but its outputs as the timing
+ * loop left them, as in an application that reuses its buffers: a variant
+ * that skips work when its output already looks computed leaves it stale
+ * here. (Poisoning first would let such a variant compute, pass, and keep
+ * its skipped timed launches.) */
 static int recheck(wk_state *w, ks_arena *arena, const ks_workload *work, wk_buffers *b,
                    wk_kernel *base, wk_kernel *cand, wk_reference *ref, unsigned long long seed,
                    ks_output_checks *out, wk_outcome *oc) {
@@ -91,7 +91,7 @@ static int recheck(wk_state *w, ks_arena *arena, const ks_workload *work, wk_buf
   bool mismatch = false;
   for (size_t i = 0; i < out->len; i++)
     mismatch = mismatch || out->items[i].mismatches;
-  if (ref && ref->kernel.fn && mismatch) {
+  if (ref && mismatch) {
     if (!ref->allocated) {
       if (wk_buffers_alloc(w, arena, wk_ref_workload(arena, work), &ref->bufs, oc)) {
         oc->kernel = "ref";
@@ -135,7 +135,7 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
    * timing; a replay verifies nothing. */
   bool have_ref = req->ref.cubin != NULL && have_cand && !req->replay &&
                   ((req->verify && req->nseeds) ||
-                                         (req->time && !req->timing.warm && !req->no_recheck));
+                   (req->time && !req->timing.warm && !req->no_recheck));
   /* A zeroed launch means "the original's" (a variant with no policy). */
   ks_launch_cfg cand_launch = req->cand_launch;
   double t_start = wk_now(), t_load = 0, t_alloc = 0, t_verify = 0, t_time = 0, t_recheck = 0;
@@ -172,13 +172,11 @@ void wk_run(wk_state *w, ks_arena *arena, const ks_run_request *req, ks_run_resu
   t_alloc = wk_now();
   /* Verification needs the reference's buffers on every seed; the recheck
    * allocates them only when it needs them (below). */
-  bool verifies = req->verify && have_cand && !req->replay && req->nseeds;
-  if (have_ref && verifies &&
-      wk_buffers_alloc(w, arena, wk_ref_workload(arena, work), &ref.bufs, &oc)) {
+  ref.allocated = have_ref && req->verify && req->nseeds;
+  if (ref.allocated && wk_buffers_alloc(w, arena, wk_ref_workload(arena, work), &ref.bufs, &oc)) {
     oc.kernel = "ref";
     goto out;
   }
-  ref.allocated = have_ref && verifies;
 
   if (req->replay)
     for (size_t i = 0; i < req->nseeds; i++)

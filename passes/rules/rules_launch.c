@@ -88,15 +88,21 @@ typedef struct thread_scan {
                                      blockDim.w (global_index) */
   unsigned nconstant[3];
   const ks_anode *stray_block_idx[3];  /* blockIdx.w outside a global index */
-  const ks_anode *stray_thread_idx[3]; /* threadIdx.w likewise (or its variable) */
-  const ks_anode *thread_use[3][16];   /* every such use, for `block` */
-  unsigned nthread_use[3];
+  const ks_anode *thread_use[3][16];   /* threadIdx.w likewise (or its variable):
+                                          the first 16 uses */
+  unsigned nthread_use[3];             /* and how many there are */
   const ks_anode *stray_other;    /* blockDim or gridDim outside one */
   const char *sync;               /* a __syncthreads-like call */
   const char *warp;               /* a warp-level intrinsic */
   const ks_anode *shared;         /* a __shared__ variable */
   const ks_anode *leader;         /* threadIdx.w == c: one thread per block */
 } thread_scan;
+
+static void note_thread_use(thread_scan *s, int d, const ks_anode *n) {
+  if (s->nthread_use[d] < 16)
+    s->thread_use[d][s->nthread_use[d]] = n;
+  s->nthread_use[d]++;
+}
 
 static bool scan_visit(ks_anode *n, void *arg) {
   thread_scan *s = arg;
@@ -142,13 +148,8 @@ static bool scan_visit(ks_anode *n, void *arg) {
     break;
   case KS_AK_DECL_REF:
     for (int d = 0; d < 3; d++) {
-      if (is_thread_index(s->k, n, dims[d])) {
-        if (!s->stray_thread_idx[d])
-          s->stray_thread_idx[d] = n;
-        if (s->nthread_use[d] < 16)
-          s->thread_use[d][s->nthread_use[d]] = n;
-        s->nthread_use[d]++;
-      }
+      if (is_thread_index(s->k, n, dims[d]))
+        note_thread_use(s, d, n);
       if (is_coordinate(s->k, n, "blockIdx", dims[d]) && !s->stray_block_idx[d])
         s->stray_block_idx[d] = n;
     }
@@ -157,13 +158,8 @@ static bool scan_visit(ks_anode *n, void *arg) {
     for (int d = 0; d < 3; d++) {
       if (ks_anode_is_builtin(n, "blockIdx", dims[d]) && !s->stray_block_idx[d])
         s->stray_block_idx[d] = n;
-      if (ks_anode_is_builtin(n, "threadIdx", dims[d])) {
-        if (!s->stray_thread_idx[d])
-          s->stray_thread_idx[d] = n;
-        if (s->nthread_use[d] < 16)
-          s->thread_use[d][s->nthread_use[d]] = n;
-        s->nthread_use[d]++;
-      }
+      if (ks_anode_is_builtin(n, "threadIdx", dims[d]))
+        note_thread_use(s, d, n);
       if ((ks_anode_is_builtin(n, "blockDim", dims[d]) ||
            ks_anode_is_builtin(n, "gridDim", dims[d])) && !s->stray_other)
         s->stray_other = n;
@@ -350,7 +346,7 @@ static const char *constant_blocks(ks_ctx *ctx, const ks_rule_input *in, ks_aren
 static const ks_anode *block_dependent_use(const thread_scan *s, int d, long long old_block,
                                            long long new_block) {
   if (s->nthread_use[d] > 16)
-    return s->stray_thread_idx[d];
+    return s->thread_use[d][0];
   for (unsigned i = 0; i < s->nthread_use[d]; i++) {
     const ks_anode *n = s->thread_use[d][i], *up = n->parent;
     while (up && (up->kind == KS_AK_PAREN || (up->kind == KS_AK_OTHER && ks_anode_strip(up, false) != up)))
@@ -472,9 +468,9 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
                                                node_text(arena, in->ast, s.leader)));
   /* `if (tx < 256)`, `x[tx]`: what a thread does would depend on its
    * place in a block of another size. */
-  long long nb[2] = {bx, by};
+  long long b[2] = {bx, by};
   for (int d = 0; d < ndims; d++) {
-    const ks_anode *use = block_dependent_use(&s, d, block[d], nb[d]);
+    const ks_anode *use = block_dependent_use(&s, d, block[d], b[d]);
     if (use)
       return not_applicable(out, ks_arena_printf(arena, "it uses threadIdx.%c outside its global index "
                                                         "('%s'): its work per thread depends on the block size",
@@ -487,7 +483,6 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
   for (int d = 0; d < 3; d++)
     if (req[d])
       ks_rule_require(arena, &out->child, req[d]);
-  long long b[2] = {bx, by};
   for (int d = 0; d < ndims; d++) {
     const char *pg = operand(arena, p.grid[d]), *pb = operand(arena, p.block[d]);
     /* The same number of threads (or more) in each dimension: every index
@@ -744,8 +739,8 @@ static int apply_grid_stride(ks_ctx *ctx, const ks_rule_input *in, int param, ks
     return not_applicable(out, ks_arena_printf(arena, "its bounds check '%s' is not 'if (%s < n)' or "
                                                       "'if (%s >= n) return;'",
                                                node_text(arena, k, check->kids[0]), var->name, var->name));
-  if (s.nindex[0] != 1 || s.stray_block_idx[0] || s.stray_thread_idx[0] || s.stray_other ||
-      s.stray_block_idx[1] || s.stray_thread_idx[1] || s.stray_block_idx[2] || s.stray_thread_idx[2])
+  if (s.nindex[0] != 1 || s.stray_block_idx[0] || s.nthread_use[0] || s.stray_other ||
+      s.stray_block_idx[1] || s.nthread_use[1] || s.stray_block_idx[2] || s.nthread_use[2])
     return not_applicable(out, "it uses its thread or block coordinates besides its global index");
   var_uses u = {.var = var};
   ks_anode_walk((ks_anode *)k->body, var_uses_visit, &u);
