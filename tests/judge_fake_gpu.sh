@@ -175,12 +175,18 @@ fi
 # and 128 slower still: the search's first round (its seed is fixed) holds
 # the original itself (SAME), SLOW blocks and FAST ones (512, 1024).
 slow_worker "$tmp/worker-slow2" 256:30,128:60,64:60
-KERNELSMITH_WORKER="$tmp/worker-slow2" "$bin" -q optimize --proposer tuning --rounds 2 --max-evals 10 --sample-seconds 0.05 --no-confirm --compiler nvrtc \
+KS_WORKER_PROFILE=1 KERNELSMITH_WORKER="$tmp/worker-slow2" "$bin" -q optimize --proposer tuning --rounds 2 --max-evals 10 --sample-seconds 0.05 --no-confirm --compiler nvrtc \
   --store "$tmp/screen2" --json "$fixtures/screen/gelu_big_timed.cu" >"$tmp/screen2.json" 2>"$tmp/screen2.err"
 rc=$?
-got=$(python3 - "$tmp/screen2/kernelsmith.db" <<'PY' 2>&1
-import json, sqlite3, sys
+got=$(python3 - "$tmp/screen2/kernelsmith.db" "$tmp/screen2.err" <<'PY' 2>&1
+import json, re, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
+# The worker's own account (KS_WORKER_PROFILE): the timing requests whose
+# recheck ran (a 64 MiB workload's recheck takes well over 0.0 ms) and
+# those timed without it.
+rechecks = [float(m.group(1)) for m in re.finditer(r"profile: +(?:verify )?time .*? recheck ([0-9.]+)",
+                                                    open(sys.argv[2]).read())]
+ran = sum(1 for t in rechecks if t > 0.0)
 seen = {"FAST rechecked": 0, "recheck screened": 0}
 for verdict, doc in db.execute("SELECT verdict, json FROM evaluations WHERE variant IS NOT NULL"):
     tm = json.loads(doc).get("timing", {})
@@ -191,6 +197,9 @@ for verdict, doc in db.execute("SELECT verdict, json FROM evaluations WHERE vari
         assert tm.get("recheck_screened"), (verdict, tm)
         seen["recheck screened"] += 1
 assert seen["FAST rechecked"] >= 1 and seen["recheck screened"] >= 1, seen
+# Every FAST variant was timed again with the recheck; no other was.
+assert ran == seen["FAST rechecked"], (ran, seen, rechecks)
+seen["rechecks run"] = ran
 print("ok", seen)
 PY
 )
