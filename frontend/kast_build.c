@@ -92,8 +92,14 @@ ks_anode *kast_new_node(kast_builder *b, CXCursor c, ks_anode *parent) {
   kast_extent(b, c, &n->begin, &n->end, &n->from_macro);
   if (clang_isExpression(k) || clang_isDeclaration(k)) {
     CXType t = clang_getCursorType(c);
-    if (t.kind != CXType_Invalid)
+    if (t.kind != CXType_Invalid) {
       n->type = ks_tu_type(&b->tu, t);
+      /* Only a typedef (or a name for one, Elaborated) differs from its
+       * canonical type; the rest share the spelling. */
+      n->canon_type = t.kind == CXType_Typedef || t.kind == CXType_Elaborated
+                          ? ks_tu_type(&b->tu, clang_getCanonicalType(t))
+                          : n->type;
+    }
   }
   return n;
 }
@@ -180,6 +186,7 @@ static void pointer_info(kast_builder *b, CXType t, ks_anode *n) {
   if (n->is_pointer) {
     CXType pointee = clang_getPointeeType(t.kind == CXType_Pointer ? t : canon);
     n->pointee = ks_tu_type(&b->tu, pointee);
+    n->canon_pointee = ks_tu_type(&b->tu, clang_getCanonicalType(pointee));
     n->is_const = clang_isConstQualifiedType(pointee) != 0;
   } else {
     n->is_const = clang_isConstQualifiedType(t) != 0;

@@ -112,8 +112,13 @@ typedef struct ks_anode {
                              declarations and expressions (threadIdx.x:
                              "<pseudo-object type>"), NULL for statements
                              and type template parameters */
+  const char *canon_type; /* `type` with typedefs and macros seen through
+                             ("float" for a `typedef float DATA_TYPE`
+                             local), as the compiler sees it; NULL where
+                             `type` is */
   const char *pointee;    /* for pointers: the pointee type ("float",
                              "const float", "T"), else NULL */
+  const char *canon_pointee; /* the pointee with typedefs seen through */
   long long int_value;    /* INT_LITERAL */
   unsigned begin, end;    /* the node's text: [begin, end) in the source */
   struct ks_anode *parent;

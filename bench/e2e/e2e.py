@@ -207,7 +207,11 @@ def run_program(p, ks, nvcc, work, seconds):
     r["kernels"] = [{"kernel": k.get("kernel"), "status": k.get("status"),
                      "verdict": k.get("verdict"), "speedup": k.get("speedup"),
                      "inputs": k.get("inputs"), "techniques": k.get("techniques"),
-                     "note": k.get("note")} for k in opt.get("kernels", [])]
+                     "baseline_ms": k.get("baseline_ms"), "best_ms": k.get("best_ms"),
+                     "bandwidth_fraction": k.get("bandwidth_fraction"), "bound": k.get("bound"),
+                     "race": k.get("race"), "evaluated": k.get("evaluated"),
+                     "wrong": k.get("wrong"), "note": k.get("note")}
+                    for k in opt.get("kernels", [])]
     fast = [k for k in r["kernels"] if k["verdict"] == "FAST"]
     r["fast_winners"] = len(fast)
     r["fast_winners_1_2x"] = sum(1 for k in fast if (k["speedup"] or 0) >= 1.2)
@@ -310,6 +314,24 @@ def write_markdown(base, summary):
                 % (dev, stamp, summary["command"], args_seconds))
         f.write(table(rows) + "\n\n")
         f.write("FAST winners: %d; dispatched by apply: %d.\n\n" % (fast, disp))
+        # What the search reached per kernel, against the device's measured
+        # copy bandwidth (bytes the launch must move over the time).
+        f.write("| program | kernel | base ms | best ms | search | of copy bandwidth | bound | "
+                "evaluated | WRONG | techniques |\n|---|---|---:|---:|---:|---:|---|---:|---:|---|\n")
+        for r in rows:
+            for k in r.get("kernels", []):
+                bw = k.get("bandwidth_fraction")
+                bound = k.get("bound")
+                if isinstance(bound, dict):
+                    bound = bound.get("kind") or bound.get("bound") or bound.get("text")
+                f.write("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+                    r["program"], k.get("kernel"),
+                    "%.4f" % k["baseline_ms"] if k.get("baseline_ms") else "-",
+                    "%.4f" % k["best_ms"] if k.get("best_ms") else "-",
+                    "%.2fx" % k["speedup"] if k.get("speedup") else "-",
+                    "%.0f%%" % (100 * bw) if bw else "-", bound or "-",
+                    k.get("evaluated", "-"), k.get("wrong", "-"), k.get("techniques") or "-"))
+        f.write("\n")
         f.write("| program | kernel | search | in the program | verdict | cause | sites |\n|---|---|---|---|---|---|---|\n")
         for r in rows:
             for k in r.get("verify", []):

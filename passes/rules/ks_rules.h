@@ -34,6 +34,9 @@
 #include "ks_spec.h"
 #include "ks_target.h"
 
+/* Intermediate children a prepared input keeps (rules_util.c). */
+typedef struct ks_rule_memo ks_rule_memo;
+
 /* What a rule rewrites. */
 typedef struct ks_rule_input {
   /* The parent variant: `parent->source` is the variant kernel and the
@@ -70,6 +73,16 @@ typedef struct ks_rule_input {
    * memory per block, number of SMs, for choices that depend on it. */
   unsigned sm_count;
   unsigned max_smem_per_block;
+  /* What the parent was prepared from, and the prepare's arena with the
+   * intermediate children it has prepared since (ks_rule_then): a rule
+   * that sees its pattern only after another rewrite (warp_rows after
+   * scalar_replace has moved `y[i] += ...` into a register) applies both as
+   * one step. NULL when the input was filled by hand: no composition. */
+  const ks_target *target;
+  ks_rule_memo *memo;
+  /* This input is such an intermediate child: its rules do not compose
+   * again. */
+  bool composed;
 } ks_rule_input;
 
 typedef struct ks_rule_result {
@@ -164,6 +177,16 @@ void ks_rule_policy_write(ks_arena *arena, const ks_rule_policy *p, ks_variant *
 void ks_rule_child_init(ks_arena *arena, const ks_rule_input *in, ks_variant *child);
 /* Adds a guard to a child unless it already has it. */
 void ks_rule_require(ks_arena *arena, ks_variant *child, const char *guard);
+/* `first` (with `first_param`) applied to the parent, its child prepared as
+ * the judge compiles it, and `second` (with `param`) applied to that: one
+ * step whose technique reads "<first's tag> > <second's tag>" and whose
+ * child carries both rules' guards and the composed launch policy. Not
+ * applied (out->reason says which of the two refused and why) when either
+ * does not apply, when the input cannot compose (no target, or it is an
+ * intermediate already), or when the intermediate does not parse. The
+ * intermediate is prepared once per parent and first rule (in->memo). */
+int ks_rule_then(ks_ctx *ctx, const ks_rule_input *in, const ks_rule *first, int first_param,
+                 const ks_rule *second, int param, ks_arena *arena, ks_rule_result *out);
 /* Evaluates a policy or guard expression at the timed size: the policy
  * variables (grid_x.., block_x.., smem) are the original launch there, the
  * scalar parameters their values, len_<param> the buffers' lengths. Fails

@@ -74,6 +74,21 @@ const char *ks_rules_unit(ks_arena *arena, const ks_target *t, const ks_variant 
   return unit;
 }
 
+/* One intermediate child: `first` applied to the prepared parent. */
+typedef struct memo_entry {
+  const ks_rule *first;
+  int first_param;
+  ks_rule_result result;  /* applied or not, with the reason */
+  bool prepared;          /* result.child parsed into `in` */
+  const char *problem;    /* why it could not be parsed */
+  ks_rule_input in;
+} memo_entry;
+
+struct ks_rule_memo {
+  ks_arena *arena;        /* the parent's prepare arena: entries live as long as it */
+  KS_ARRAY(memo_entry) entries;
+};
+
 int ks_rules_prepare(ks_ctx *ctx, const ks_target *t, const ks_variant *parent, bool is_template,
                      ks_arena *arena, ks_rule_input *out) {
   memset(out, 0, sizeof *out);
@@ -103,6 +118,78 @@ int ks_rules_prepare(ks_ctx *ctx, const ks_target *t, const ks_variant *parent, 
     out->unknown_launch[i] = t->launch_unknown[i];
   out->sm_count = KS_RULES_DEFAULT_SM_COUNT;
   out->max_smem_per_block = KS_RULES_DEFAULT_MAX_SMEM;
+  out->target = t;
+  out->memo = ks_arena_alloc(arena, sizeof *out->memo);
+  memset(out->memo, 0, sizeof *out->memo);
+  out->memo->arena = arena;
+  return 0;
+}
+
+/* ---- composition ---------------------------------------------------------- */
+
+static memo_entry *memo_get(ks_ctx *ctx, const ks_rule_input *in, const ks_rule *first,
+                            int first_param) {
+  ks_rule_memo *m = in->memo;
+  for (size_t i = 0; i < m->entries.len; i++)
+    if (m->entries.items[i].first == first && m->entries.items[i].first_param == first_param)
+      return &m->entries.items[i];
+  memo_entry *e = ks_array_push(m->arena, &m->entries);
+  memset(e, 0, sizeof *e);
+  e->first = first;
+  e->first_param = first_param;
+  ks_rule_input parent = *in;
+  parent.composed = true;  /* `first` itself must not compose */
+  if (first->apply(ctx, &parent, first_param, m->arena, &e->result)) {
+    e->result.applied = false;
+    e->result.reason = ks_arena_strdup(m->arena, ctx->error);
+    return e;
+  }
+  if (!e->result.applied)
+    return e;
+  ks_variant *child = ks_arena_alloc(m->arena, sizeof *child);
+  *child = e->result.child;
+  if (ks_rules_prepare(ctx, in->target, child, in->is_template, m->arena, &e->in)) {
+    e->problem = ks_arena_strdup(m->arena, ctx->error);
+    return e;
+  }
+  e->in.sm_count = in->sm_count;
+  e->in.max_smem_per_block = in->max_smem_per_block;
+  e->in.composed = true;
+  e->prepared = true;
+  return e;
+}
+
+int ks_rule_then(ks_ctx *ctx, const ks_rule_input *in, const ks_rule *first, int first_param,
+                 const ks_rule *second, int param, ks_arena *arena, ks_rule_result *out) {
+  memset(out, 0, sizeof *out);
+  if (!in->target || !in->memo || in->composed) {
+    out->reason = ks_arena_printf(arena, "%s cannot be applied before it here", first->name);
+    return 0;
+  }
+  memo_entry *e = memo_get(ctx, in, first, first_param);
+  if (!e->result.applied) {
+    out->reason = ks_arena_printf(arena, "%s does not apply: %s", first->name,
+                                  e->result.reason ? e->result.reason : "?");
+    return 0;
+  }
+  if (!e->prepared) {
+    out->reason = ks_arena_printf(arena, "%s's variant cannot be read: %s", first->name,
+                                  e->problem ? e->problem : "?");
+    return 0;
+  }
+  if (second->apply(ctx, &e->in, param, arena, out))
+    return -1;
+  if (!out->applied) {
+    out->reason = ks_arena_printf(arena, "after %s: %s", e->result.technique ? e->result.technique
+                                                                            : first->name,
+                                  out->reason ? out->reason : "?");
+    return 0;
+  }
+  const char *t1 = e->result.technique ? e->result.technique : first->name;
+  const char *t2 = out->technique ? out->technique
+                   : second->nchoices ? ks_arena_printf(arena, "%s=%d", second->name, param)
+                                      : second->name;
+  out->technique = ks_arena_printf(arena, "%s > %s", t1, t2);
   return 0;
 }
 

@@ -354,8 +354,11 @@ static int apply_vectorize(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
     b->at_i_only = true;
     const char *pointee = p->pointee ? p->pointee : "";
     b->elem = ks_shape_without_const(pointee);
+    /* A typedef (`typedef float DATA_TYPE`) is its canonical type; the
+     * rewrite keeps the name as written. */
+    const char *canon = ks_shape_without_const(p->canon_pointee ? p->canon_pointee : pointee);
     for (size_t t = 0; t < sizeof elem_types / sizeof *elem_types; t++)
-      if (!strcmp(b->elem, elem_types[t].c)) {
+      if (!strcmp(b->elem, elem_types[t].c) || !strcmp(canon, elem_types[t].c)) {
         b->size = elem_types[t].size;
         b->family = elem_types[t].family;
       }

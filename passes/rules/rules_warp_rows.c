@@ -19,6 +19,7 @@
 
 #include "ks_buf.h"
 #include "ks_ctext.h"
+#include "rules_int.h"
 #include "rules_meaning.h"
 #include "rules_tree.h"
 
@@ -112,6 +113,8 @@ typedef struct rows {
   const char *mask;            /* the shuffles' and __syncwarp's mask: the
                                   whole warp, or the row's group */
   const char *why;
+  bool global_sum;             /* it refused a loop that sums into global
+                                  memory: a register after scalar_replace */
 } rows;
 
 /* The first reason it does not apply is kept. */
@@ -343,7 +346,8 @@ static bool rows_accumulate(rows *r, rows_loop *l, const ks_anode *e, const ks_a
     return rows_fail(r, "'%s' is carried from one column to the next ('%s'), and is not a sum, "
                         "max or min the warp can combine",
                      name, ks_rt_text_of(r->arena, r->in, e));
-  if (!is_shuffle_type(var->type) && !ks_rt_is_template_type(r->k, var->type))
+  if (!is_shuffle_type(var->type) && !is_shuffle_type(var->canon_type) &&
+      !ks_rt_is_template_type(r->k, var->type))
     return rows_fail(r, "the accumulator '%s' is a %s, not float, double or an integer", name,
                      var->type ? var->type : "(unknown type)");
   for (size_t i = 0; i < l->accs.len; i++) {
@@ -394,9 +398,11 @@ static bool loop_visit(ks_anode *n, void *arg) {
   const ks_anode *mem = written(n->kids[0], &var);
   if (mem) {
     const ks_anode *m = ks_rt_strip(mem, false);
-    if (!m || m->kind != KS_AK_SUBSCRIPT || m->nkids != 2 || !injective(r, m->kids[1], w->l->var))
+    if (!m || m->kind != KS_AK_SUBSCRIPT || m->nkids != 2 || !injective(r, m->kids[1], w->l->var)) {
+      r->global_sum = !r->why;
       return rows_fail(r, "a column loop writes '%s', which is not one element per column",
                        ks_rt_text_of(r->arena, r->in, mem));
+    }
     const char *root = access_root(r, m);
     add_access(r, m, root, true, w->l, NULL);
     if (!ks_rt_is_bin(n, "="))
@@ -756,6 +762,18 @@ static int apply_warp_rows(ks_ctx *ctx, const ks_rule_input *in, int param, ks_a
   r.meaning = ks_meaning_open(ctx, in->ast, arena);
   bool matched = rows_find_row(&r) && rows_block(&r, in->ast->body) && rows_dependences(&r);
   ks_meaning_close(r.meaning);
+  if (!matched && r.global_sum) {
+    /* `y[i] += a[i * n + j] * x[j]` in the column loop: what the compiler
+     * sees is a sum into one element, which scalar_replace keeps in a
+     * register (guarded by disjoint()); then the row is the usual one. */
+    ks_rule_result both;
+    if (ks_rule_then(ctx, in, &ks_rule_scalar_replace, 0, &ks_rule_warp_rows, param, arena, &both))
+      return -1;
+    if (both.applied) {
+      *out = both;
+      return 0;
+    }
+  }
   if (!matched)
     return ks_rt_not_applicable(arena, out, "%s", r.why);
   if (!r.loops.len)

@@ -27,6 +27,18 @@ __global__ void colsum_old(float *A, float *tmp, float *y) {
   }
 }
 
+// old style, summing straight into y[j] with +=, the output zeroed by the
+// host beforehand (as atax's second kernel): the loop may also be split over
+// blocks that atomicAdd their partial sums (split_cols=G*10000+X*100+S)
+__global__ void colsum_acc(float *A, float *tmp, float *y) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < N_COLS) {
+    int i;
+    for (i = 0; i < N_ROWS; i += 1)
+      y[j] += A[i * N_COLS + j] * tmp[i];
+  }
+}
+
 // refused: two outputs
 __global__ void two_outputs(const float *a, float *y, float *z, int m, int n) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -127,6 +139,7 @@ __global__ void rows(const float *a, const float *x, float *y, int m, int n) {
 void run_all(float *a, float *x, float *y, float *z, int *len, int m, int n) {
   colsum_tidy<<<(n + 255) / 256, 256>>>(a, x, y, 1.5f, 0.5f, m, n);
   colsum_old<<<(N_COLS + 255) / 256, 256>>>(a, x, y);
+  colsum_acc<<<(N_COLS + 255) / 256, 256>>>(a, x, y);
   two_outputs<<<(n + 255) / 256, 256>>>(a, y, z, m, n);
   shifted<<<(n + 255) / 256, 256>>>(a, y, m, n);
   ragged<<<(n + 255) / 256, 256>>>(a, len, y, n);
