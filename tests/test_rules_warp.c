@@ -617,13 +617,29 @@ static void warp_rows_other_shapes(void **state) {
 
   /* `y[i] += ...` straight into global memory, C89 loop: after
    * scalar_replace every lane reads y[i] before the loop and lane 0 writes
-   * it after; a __syncwarp() orders the two. Alone, the rule refuses. */
-  not_applied(&mine, "row_accumulate_global", "warp_rows=256", "writes 'y[i]'");
+   * it after; a __syncwarp() orders the two. The rule applies scalar_replace
+   * itself, in the same step (ks_rule_then), with its disjoint() guards;
+   * the chain of the two rules gives the same text. */
+  ks_arena mine_arena = KS_ARENA_INIT;
+  outcome o = apply_chain(open_target(&mine, "row_accumulate_global"), "warp_rows=256");
+  assert_true(o.res.applied);
+  assert_string_equal(o.res.technique, "scalar_replace=1 > warp_rows=256");
+  const char *one_step = ks_arena_strdup(&mine_arena, o.res.child.source);
+  bool guarded = false;
+  for (size_t g = 0; g < o.res.child.requires.len; g++)
+    guarded |= !strcmp(o.res.child.requires.items[g], "disjoint(y, a)");
+  assert_true(guarded);
   v = applies(&mine, "row_accumulate_global", "scalar_replace warp_rows=256", &cand, &t);
   covers(t, &cand, 256);
   has(v, "for (j = ks_lane; j < n; j += 32)");
   has(v, "ks_acc = ks_ks_acc_before + ks_acc;");
   has(v, "__syncwarp(); if (ks_lane == 0) y[i] = ks_acc;");
+  assert_string_equal(one_step, v->source);
+  v = applies(&mine, "row_accumulate_global", "warp_rows=256", &cand, &t);
+  covers(t, &cand, 256);
+  ks_arena_release(&mine_arena);
+  /* a row whose store is not one element per row stays refused */
+  not_applied(&mine, "row_prefix_in_place", "warp_rows=256", "writes 'y[row * cols + c]' and reads");
 }
 
 static void warp_rows_does_not_apply(void **state) {
