@@ -140,6 +140,66 @@ static const char rows_cu[] =
     "\t}\n"
     "}\n"
     "\n"
+    "/* A maximum written as an if, double accumulators (llm.c's naive softmax). */\n"
+    "/* kernelsmith:\n"
+    " *   size timed: N = 4096, C = 300\n"
+    " *   size odd:   N = 37, C = 33\n"
+    " *   in  inp[N * C] uniform(-4, 4)\n"
+    " *   out out[N * C]\n"
+    " *   launch grid = ceil_div(N, 128), block = 128\n"
+    " */\n"
+    "__global__ void softmax_if_max(float* out, const float* inp, int N, int C) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < N) {\n"
+    "        const float* inp_row = inp + i * C;\n"
+    "        float* out_row = out + i * C;\n"
+    "        double maxval = -INFINITY;\n"
+    "        for (int j = 0; j < C; j++) {\n"
+    "            if (inp_row[j] > maxval) {\n"
+    "                maxval = inp_row[j];\n"
+    "            }\n"
+    "        }\n"
+    "        double sum = 0.0;\n"
+    "        for (int j = 0; j < C; j++) {\n"
+    "            out_row[j] = expf(inp_row[j] - maxval);\n"
+    "            sum += out_row[j];\n"
+    "        }\n"
+    "        for (int j = 0; j < C; j++) {\n"
+    "            out_row[j] /= (float)sum;\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "/* kernelsmith:\n"
+    " *   size timed: rows = 4096, cols = 300\n"
+    " *   size odd:   rows = 37, cols = 33\n"
+    " *   in  x[rows * cols] uniform(-1, 1)\n"
+    " *   out y[rows]\n"
+    " *   launch grid = ceil_div(rows, 128), block = 128\n"
+    " */\n"
+    "__global__ void row_min_if(const float *x, float *y, int rows, int cols) {\n"
+    "  int row = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (row >= rows) return;\n"
+    "  float lo = 3.0e38f;\n"
+    "  for (int c = 0; c < cols; c++) if (lo > x[row * cols + c]) lo = x[row * cols + c];\n"
+    "  y[row] = lo;\n"
+    "}\n"
+    "\n"
+    "/* kernelsmith:\n"
+    " *   size timed: rows = 4096, cols = 300\n"
+    " *   size odd:   rows = 37, cols = 33\n"
+    " *   in  x[rows * cols] uniform(-1, 1)\n"
+    " *   out y[rows]\n"
+    " *   launch grid = ceil_div(rows, 128), block = 128\n"
+    " */\n"
+    "__global__ void row_if_other(const float *x, float *y, int rows, int cols) {\n"
+    "  int row = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (row >= rows) return;\n"
+    "  float m = 0.0f;\n"
+    "  for (int c = 0; c < cols; c++) if (x[row * cols + c] > m) m = 2.0f * x[row * cols + c];\n"
+    "  y[row] = m;\n"
+    "}\n"
+    "\n"
     "/* kernelsmith:\n"
     " *   size timed: rows = 4096, cols = 300\n"
     " *   size odd:   rows = 37, cols = 33\n"
@@ -638,6 +698,16 @@ static void warp_rows_other_shapes(void **state) {
   v = applies(&mine, "row_accumulate_global", "warp_rows=256", &cand, &t);
   covers(t, &cand, 256);
   ks_arena_release(&mine_arena);
+  /* a maximum or minimum written as an if is one the warp combines */
+  v = applies(&mine, "softmax_if_max", "warp_rows=128", &cand, &t);
+  covers(t, &cand, 128);
+  has(v, "for (int j = ks_lane; j < C; j += 32) {\n            if (inp_row[j] > maxval) {");
+  has(v, "maxval = max(maxval, __shfl_xor_sync(0xffffffffu, maxval, ks_off));");
+  has(v, "sum += __shfl_xor_sync(0xffffffffu, sum, ks_off);");
+  v = applies(&mine, "row_min_if", "warp_rows=128", &cand, &t);
+  has(v, "lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, ks_off));");
+  /* an if that sets another value than it compares is no maximum */
+  not_applied(&mine, "row_if_other", "warp_rows=128", "'m' is carried from one column to the next");
   /* a row whose store is not one element per row stays refused */
   not_applied(&mine, "row_prefix_in_place", "warp_rows=256", "writes 'y[row * cols + c]' and reads");
 }

@@ -314,6 +314,8 @@ static bool injective(rows *r, const ks_anode *idx, const ks_anode *c) {
   return false;
 }
 
+static bool rows_register(rows *r, rows_loop *l, const ks_anode *var, const char *fn, unsigned refs);
+
 /* An update `acc += e`, `acc = acc + e` or `acc = f(acc, e)` (f max or
  * min, operands in either order) of an outer variable, as a statement. */
 static bool rows_accumulate(rows *r, rows_loop *l, const ks_anode *e, const ks_anode *var) {
@@ -346,6 +348,17 @@ static bool rows_accumulate(rows *r, rows_loop *l, const ks_anode *e, const ks_a
     return rows_fail(r, "'%s' is carried from one column to the next ('%s'), and is not a sum, "
                         "max or min the warp can combine",
                      name, ks_rt_text_of(r->arena, r->in, e));
+  return rows_register(r, l, var, fn, refs);
+}
+
+/* A max or min written as an `if` (if_minmax): counted as `m = f(m, v)`. */
+static bool rows_accumulate_fn(rows *r, rows_loop *l, const ks_anode *var, const char *fn) {
+  return rows_register(r, l, var, fn, 2);
+}
+
+/* The accumulator `var` of loop `l`, updated by `fn` (NULL: a sum). */
+static bool rows_register(rows *r, rows_loop *l, const ks_anode *var, const char *fn, unsigned refs) {
+  const char *name = var->name ? var->name : "?";
   if (!is_shuffle_type(var->type) && !is_shuffle_type(var->canon_type) &&
       !ks_rt_is_template_type(r->k, var->type))
     return rows_fail(r, "the accumulator '%s' is a %s, not float, double or an integer", name,
@@ -372,6 +385,47 @@ typedef struct loop_walk {
   const ks_anode *body;
 } loop_walk;
 
+/* `if (v > m) m = v;` (or `m < v`, `>=`, `<=`, braces or not, no else)
+ * with v free of m and of side effects: what the compiler sees is m =
+ * max(m, v), a maximum the warp can combine (min for `<`). Either keeps m
+ * where v is NaN, as max() does; only the sign of an equal zero may
+ * differ. Returns the IF's assignment, *fn the function. */
+static const ks_anode *if_minmax(rows *r, const ks_anode *n, const char **fn) {
+  if (n->kind != KS_AK_IF || n->nkids != 2)
+    return NULL;
+  const ks_anode *then = n->kids[1];
+  while (then && then->kind == KS_AK_COMPOUND && then->nkids == 1)
+    then = then->kids[0];
+  const ks_anode *set = ks_rt_strip(then, false);
+  const ks_anode *c = ks_rt_strip(n->kids[0], false);
+  if (!set || !ks_rt_is_bin(set, "=") || !ks_rt_is_expr_stmt(set) || !c || c->kind != KS_AK_BINARY ||
+      c->nkids != 2)
+    return NULL;
+  const ks_anode *m = ks_rt_strip(set->kids[0], true);
+  if (!m || m->kind != KS_AK_DECL_REF || !m->decl || m->decl->kind != KS_AK_VAR)
+    return NULL;
+  const char *v = squeezed(r->arena, r->k, set->kids[1]);
+  const char *lhs = squeezed(r->arena, r->k, c->kids[0]), *rhs = squeezed(r->arena, r->k, c->kids[1]);
+  const char *mt = squeezed(r->arena, r->k, m);
+  bool greater = !strcmp(c->op, ">") || !strcmp(c->op, ">=");
+  bool less = !strcmp(c->op, "<") || !strcmp(c->op, "<=");
+  if (!greater && !less)
+    return NULL;
+  /* v > m: max; m > v: min; v < m: min; m < v: max */
+  bool v_left = !strcmp(lhs, v) && !strcmp(rhs, mt), v_right = !strcmp(rhs, v) && !strcmp(lhs, mt);
+  if (!v_left && !v_right)
+    return NULL;
+  if (ks_rt_count_refs(r->arena, set->kids[1], m->decl))
+    return NULL;
+  ks_rt_nodes all = ks_rt_collect(r->arena, set->kids[1]);
+  for (size_t i = 0; i < all.len; i++)
+    if (all.items[i]->kind == KS_AK_CALL || ks_rt_is_assignment(all.items[i]) ||
+        ks_rt_is_op(all.items[i], KS_AK_UNARY, "++") || ks_rt_is_op(all.items[i], KS_AK_UNARY, "--"))
+      return NULL;
+  *fn = (greater == v_left) ? "max" : "min";
+  return set;
+}
+
 static bool loop_visit(ks_anode *n, void *arg) {
   loop_walk *w = arg;
   rows *r = w->r;
@@ -391,6 +445,15 @@ static bool loop_visit(ks_anode *n, void *arg) {
     break;
   default:
     break;
+  }
+  const char *mm_fn;
+  const ks_anode *mm_set = if_minmax(r, n, &mm_fn);
+  if (mm_set) {
+    /* the reads of the condition and of the value, then the maximum */
+    if (!rows_expr(r, n->kids[0], w->l, NULL) || !rows_expr(r, mm_set->kids[1], w->l, NULL))
+      return false;
+    rows_accumulate_fn(r, w->l, ks_rt_strip(mm_set->kids[0], true)->decl, mm_fn);
+    return false;
   }
   if (!ks_rt_is_assignment(n))
     return rows_expr_visit(n, &(rows_walk){r, w->l, NULL});
