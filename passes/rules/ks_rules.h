@@ -99,7 +99,8 @@ typedef struct ks_rule {
                              "smem_histogram", "smem_transpose", "warp_rows",
                              "reduce_stride", "vectorize_2d", "tile_matmul",
                              "scalar_replace", "hoist_invariant",
-                             "split_cols", "stream_z", "stream_y" */
+                             "split_cols", "stream_z", "stream_y",
+                             "tile_mma" */
   const char *summary;    /* one line, for --help and docs */
   bool tuning;            /* part of the tuning-only baseline (launch
                              configuration and unroll factors alone) */

@@ -41,5 +41,8 @@ extern const ks_rule ks_rule_split_cols;
 /* rules_stream_z.c (both walks share it) */
 extern const ks_rule ks_rule_stream_z;
 extern const ks_rule ks_rule_stream_y;
+/* rules_tile_mma.c (tile_matmul's pattern, rules_tile_mm.h, on the tensor
+ * cores) */
+extern const ks_rule ks_rule_tile_mma;
 
 #endif

@@ -41,33 +41,17 @@
  * The float4 choices (param >= 10^8, fast_apply below) are the layout of
  * a fast SIMT sgemm: BM x BN tiles, k-major shared tiles read with float4,
  * float4 global loads (guards: leading dimensions multiples of 4, aligned
- * operands), the next k-tile prefetched into registers. */
+ * operands), the next k-tile prefetched into registers.
+ *
+ * The reading of the pattern and the replays are shared with tile_mma
+ * (rules_tile_mma.c) through rules_tile_mm.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ks_buf.h"
 #include "rules_meaning.h"
 #include "rules_smem_int.h"
-
-typedef struct mm_plan {
-  int tile, regs, rows; /* T, R, T / R */
-  int xregs, cols;      /* Rx, T / Rx (1 and T without tiling along x) */
-  const ks_anode *x, *y, *k;
-  const ks_anode *x_stmt, *y_stmt;
-  const ks_anode *x_bdim, *y_bdim, *y_tid, *x_tid;
-  const ks_anode *loop;     /* the FOR */
-  const ks_anode *loop_stmt;/* the FOR, or the statement holding it with its pragma */
-  ks_smem_bound kb, xb, yb;
-  const ks_anode *upd;      /* ACC += P or ACC = ACC + P */
-  const ks_anode *acc;      /* ACC (stripped) */
-  const ks_anode *acc2;     /* ACC in `ACC + P`, or NULL */
-  const ks_anode *acc_var;  /* ACC's VAR when a local */
-  const ks_anode *opy, *opx;/* the operand reads (SUBSCRIPT or deref) */
-  const ks_anode *py, *px;  /* their pointer parameters */
-  bool y_along_k, x_along_k;/* the operand's contiguous index is k */
-  const ks_anode *path[32]; /* body, ..., loop_stmt */
-  size_t npath;
-} mm_plan;
+#include "rules_tile_mm.h"
 
 /* ---- small tree helpers ------------------------------------------------------ */
 
@@ -193,7 +177,7 @@ static const ks_anode *index_stmt(const ks_anode *st, char d, const ks_anode **b
 
 /* A bound written as a guard expression: literals by value (macros
  * included), scalar parameters by name, arithmetic. NULL when it cannot. */
-static const char *guard_text(ks_arena *arena, const ks_anode *n) {
+const char *ks_mm_guard_text(ks_arena *arena, const ks_anode *n) {
   n = ks_anode_strip(n, true);
   if (!n)
     return NULL;
@@ -206,7 +190,8 @@ static const char *guard_text(ks_arena *arena, const ks_anode *n) {
     static const char *const arith[] = {"+", "-", "*", "/", "%"};
     for (size_t i = 0; i < sizeof arith / sizeof *arith; i++)
       if (!strcmp(n->op, arith[i])) {
-        const char *a = guard_text(arena, n->kids[0]), *b = guard_text(arena, n->kids[1]);
+        const char *a = ks_mm_guard_text(arena, n->kids[0]);
+        const char *b = ks_mm_guard_text(arena, n->kids[1]);
         return a && b ? ks_arena_printf(arena, "(%s %s %s)", a, n->op, b) : NULL;
       }
   }
@@ -227,11 +212,12 @@ typedef struct op_search {
   ks_arena *arena;
   ks_rt_nodes reads;
   bool call;
+  bool conversions; /* __half2float and __bfloat162float are not calls (ks_mm_plan) */
 } op_search;
 
 /* An operand read: p[i], *(p + i), or __ldg(&p[i]) / __ldg(p + i) (the
  * restrict rule's read-only loads): the parameter and the index. */
-static const ks_anode *read_access(const ks_anode *n, const ks_anode **ref, const ks_anode **idx) {
+const ks_anode *ks_mm_read_access(const ks_anode *n, const ks_anode **ref, const ks_anode **idx) {
   if (n->kind == KS_AK_SUBSCRIPT || (n->kind == KS_AK_UNARY && n->op && !strcmp(n->op, "*")))
     return ks_smem_param_access(n, ref, idx);
   if (n->kind == KS_AK_CALL && n->name && !strcmp(n->name, "__ldg") && n->nkids >= 1) {
@@ -246,11 +232,13 @@ static const ks_anode *read_access(const ks_anode *n, const ks_anode **ref, cons
 static bool find_reads(ks_anode *n, void *arg) {
   op_search *o = arg;
   const ks_anode *ref, *idx;
-  if (read_access(n, &ref, &idx)) {
+  if (ks_mm_read_access(n, &ref, &idx)) {
     *ks_array_push(o->arena, &o->reads) = n;
     return false;
   }
-  if (n->kind == KS_AK_CALL)
+  if (n->kind == KS_AK_CALL &&
+      !(o->conversions && n->name &&
+        (!strcmp(n->name, "__half2float") || !strcmp(n->name, "__bfloat162float"))))
     o->call = true;
   return true;
 }
@@ -260,7 +248,7 @@ static bool same_text(const ks_smem_rewrite *w, const ks_anode *a, const ks_anod
          !strncmp(w->unit + a->begin, w->unit + b->begin, a->end - a->begin);
 }
 
-static const char *read_loop(const ks_smem_rewrite *w, const ks_smem_facts *f, mm_plan *p) {
+static const char *read_loop(const ks_smem_rewrite *w, const ks_smem_facts *f, ks_mm_plan *p) {
   ks_arena *arena = w->arena;
   const ks_anode *L = p->loop;
   /* for (k = 0 | T k = 0; k < K | k <= K; k++ | ++k | k += 1) */
@@ -335,7 +323,7 @@ static const char *read_loop(const ks_smem_rewrite *w, const ks_smem_facts *f, m
   }
 
   /* P: two operand reads, one on (y, k), one on (k, x). */
-  op_search o = {arena, {0}, false};
+  op_search o = {arena, {0}, false, p->conversions};
   ks_anode_walk((ks_anode *)P, find_reads, &o);
   if (o.call)
     return "calls a function in its loop body";
@@ -343,7 +331,7 @@ static const char *read_loop(const ks_smem_rewrite *w, const ks_smem_facts *f, m
     return "does not read exactly two operands in its loop body";
   for (size_t n = 0; n < 2; n++) {
     const ks_anode *r = o.reads.items[n], *ref, *idx;
-    const ks_anode *param = read_access(r, &ref, &idx);
+    const ks_anode *param = ks_mm_read_access(r, &ref, &idx);
     if (r->from_macro)
       return "reads an operand through a macro";
     bool ry = mentions(idx, p->y), rx = mentions(idx, p->x);
@@ -392,7 +380,7 @@ static const char *read_loop(const ks_smem_rewrite *w, const ks_smem_facts *f, m
   return NULL;
 }
 
-static const char *plan(const ks_smem_rewrite *w, const ks_smem_facts *f, mm_plan *p) {
+const char *ks_mm_match(const ks_smem_rewrite *w, const ks_smem_facts *f, ks_mm_plan *p) {
   const ks_anode *body = w->in->ast->body;
   ks_arena *arena = w->arena;
   const ks_anode *td;
@@ -544,13 +532,13 @@ static const char *plan(const ks_smem_rewrite *w, const ks_smem_facts *f, mm_pla
 /* ---- the text ------------------------------------------------------------------- */
 
 typedef struct upd_render {
-  const mm_plan *p;
+  const ks_mm_plan *p;
   const char *acc, *ty, *tx;
 } upd_render;
 
 static const char *replace_upd(const ks_anode *n, void *arg) {
   upd_render *r = arg;
-  const mm_plan *p = r->p;
+  const ks_mm_plan *p = r->p;
   if (n == p->opy)
     return r->ty;
   if (n == p->opx)
@@ -564,9 +552,9 @@ static const char *replace_upd(const ks_anode *n, void *arg) {
  * phase 0 the prologue (up to the loop, which becomes `ks_acc[r] = ACC;`),
  * phase 1 the epilogue (declarations and checks, `ACC = ks_acc[r];` in the
  * loop's place, what follows it). */
-static const char *replay(ks_ctx *ctx, const ks_smem_rewrite *w, const mm_plan *p, int phase,
-                          const char *T, const char *Tx, const char *ty_r, const char *tx_c,
-                          const char *acc_text, const char *slot) {
+const char *ks_mm_replay(ks_ctx *ctx, const ks_smem_rewrite *w, const ks_mm_plan *p, int phase,
+                         const char *T, const char *Tx, const char *ty_r, const char *tx_c,
+                         const char *acc_text, const char *slot) {
   ks_arena *arena = w->arena;
   ks_edits e = {0};
   ks_rt_nodes cut = {0};
@@ -658,7 +646,7 @@ static const char *replay(ks_ctx *ctx, const ks_smem_rewrite *w, const mm_plan *
 /* One operand's tile load: element [a][b] of the tile is the operand at
  * (outer = tile origin + a, k = k0 + b), where outer is y or x. The warp
  * (threadIdx.x) runs along the operand's contiguous index. */
-static void load(ks_buf *b, const ks_smem_rewrite *w, const mm_plan *p, const char *I,
+static void load(ks_buf *b, const ks_smem_rewrite *w, const ks_mm_plan *p, const char *I,
                  const char *tile, const ks_anode *op, const ks_anode *outer, const char *origin,
                  const ks_smem_bound *ob, bool along_k, bool outer_first, const char *elem) {
   ks_arena *arena = w->arena;
@@ -691,6 +679,36 @@ static void load(ks_buf *b, const ks_smem_rewrite *w, const mm_plan *p, const ch
   ks_buf_addf(b, "%s}\n", I);
   if (p->xregs > 1)
     ks_buf_addf(b, "%.*s}\n", (int)(strlen(I) - strlen(w->indent)), I);
+}
+
+/* The guards that the original launch (as the parent's policy `pol` has
+ * it) covered both bounds: the new grid covers what the old one did,
+ * rounded up to tiles, and the extra threads fall outside the bounds. */
+const char *ks_mm_cover(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena,
+                        const ks_mm_plan *p, const ks_rule_policy *pol, const char **cover_x,
+                        const char **cover_y) {
+  const char *gxb = ks_mm_guard_text(arena, p->xb.bound);
+  const char *gyb = ks_mm_guard_text(arena, p->yb.bound);
+  if (!gxb || !gyb) {
+    /* As the compiler reads them: macros (function-like too), constants. */
+    ks_meaning *m = ks_meaning_open(ctx, in->ast, arena);
+    if (!gxb)
+      gxb = ks_meaning_value(m, p->xb.bound, NULL);
+    if (!gyb)
+      gyb = ks_meaning_value(m, p->yb.bound, NULL);
+    ks_meaning_close(m);
+  }
+  if (!gxb || !gyb)
+    return "bounds its indices by expressions the launch policy cannot state";
+  *cover_x = ks_arena_printf(arena, "%s * %s %s %s", ks_smem_operand(arena, pol->grid[0]),
+                             ks_smem_operand(arena, pol->block[0]), p->xb.inclusive ? ">" : ">=",
+                             ks_smem_operand(arena, gxb));
+  *cover_y = ks_arena_printf(arena, "%s * %s %s %s", ks_smem_operand(arena, pol->grid[1]),
+                             ks_smem_operand(arena, pol->block[1]), p->yb.inclusive ? ">" : ">=",
+                             ks_smem_operand(arena, gyb));
+  if (!ks_rt_guard_evaluates(in, *cover_x) || !ks_rt_guard_evaluates(in, *cover_y))
+    return "its bounds are not expressions of the launch and the scalar parameters";
+  return NULL;
 }
 
 /* ---- the fast choices: float4 loads, k-major tiles, register prefetch ---------- */
@@ -726,7 +744,7 @@ typedef struct fast_op {
 /* index == outer * LD + inner (or LD * outer, either order of the
  * addends), LD invariant: consecutive inner values read consecutive
  * elements, and LD % 4 == 0 keeps a float4 of them aligned. Returns LD. */
-static const ks_anode *row_major(ks_arena *arena, const ks_anode *idx, const ks_anode *inner,
+const ks_anode *ks_mm_row_major(ks_arena *arena, const ks_anode *idx, const ks_anode *inner,
                                  const ks_anode *outer) {
   ks_rt_nodes parts = {0};
   addends(arena, idx, &parts);
@@ -773,7 +791,7 @@ static bool float_type(ks_arena *arena, const ks_rule_input *in, const char *t, 
 }
 
 /* One operand's float4 loads of the k-tile at k0 into its registers. */
-static void fast_load(ks_buf *b, const ks_smem_rewrite *w, const mm_plan *p, const fast_op *f,
+static void fast_load(ks_buf *b, const ks_smem_rewrite *w, const ks_mm_plan *p, const fast_op *f,
                       const char *I, const char *k0, int threads, int bk, const char *et) {
   ks_arena *arena = w->arena;
   const char *ind = w->indent;
@@ -850,7 +868,7 @@ static void fast_fragment(ks_buf *b, const ks_smem_rewrite *w, const char *I, co
  * and *why when it cannot be stated or is a constant that is not one. */
 static const char *ld_guard(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena,
                             const ks_anode *ld, const char *what, const char **why) {
-  const char *g = guard_text(arena, ld);
+  const char *g = ks_mm_guard_text(arena, ld);
   if (!g) {
     ks_meaning *m = ks_meaning_open(ctx, in->ast, arena);
     g = ks_meaning_value(m, ld, NULL);
@@ -884,7 +902,7 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
                       "BN 64 or 128, BK 8 or 16, R and Rx 4 or 8, at least 64 threads)",
                       param);
   int rows = bm / ry, cols = bn / rx, threads = rows * cols;
-  mm_plan p = {.tile = bm, .regs = ry, .rows = rows, .xregs = rx, .cols = cols};
+  ks_mm_plan p = {.tile = bm, .regs = ry, .rows = rows, .xregs = rx, .cols = cols};
   ks_smem_rewrite w;
   ks_smem_facts f;
   const char *why = ks_smem_refusal(in, arena, &w, &f);
@@ -892,7 +910,7 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
     return ks_smem_no(out, arena, "%s", why);
   if (f.bounds_attr)
     return ks_smem_no(out, arena, "has __launch_bounds__ (the block changes)");
-  if ((why = plan(&w, &f, &p)))
+  if ((why = ks_mm_match(&w, &f, &p)))
     return ks_smem_no(out, arena, "%s", why);
   if (!p.py->pointee || !p.px->pointee)
     return ks_smem_no(out, arena, "the element type of an operand is unknown");
@@ -922,11 +940,11 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   for (int n = 0; n < 2; n++) {
     fast_op *o = ops[n];
     const ks_anode *ref, *idx, *ld;
-    const ks_anode *param_decl = read_access(o->op, &ref, &idx);
+    const ks_anode *param_decl = ks_mm_read_access(o->op, &ref, &idx);
     const char *what = ks_arena_printf(arena, "'%s'", param_decl->name ? param_decl->name : "?");
-    if ((ld = row_major(arena, idx, p.k, o->outer)))
+    if ((ld = ks_mm_row_major(arena, idx, p.k, o->outer)))
       o->along_k = true;
-    else if (!(ld = row_major(arena, idx, o->outer, p.k)))
+    else if (!(ld = ks_mm_row_major(arena, idx, o->outer, p.k)))
       return ks_smem_no(out, arena,
                         "reads %s other than at `%s * ld + %s` or `%s * ld + %s`, so its tiles "
                         "cannot be loaded with float4",
@@ -946,26 +964,9 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   ks_rule_policy pol;
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return ks_smem_no(out, arena, "the parent's launch policy does not read: %s", ctx->error);
-  const char *gxb = guard_text(arena, p.xb.bound), *gyb = guard_text(arena, p.yb.bound);
-  if (!gxb || !gyb) {
-    ks_meaning *m = ks_meaning_open(ctx, in->ast, arena);
-    if (!gxb)
-      gxb = ks_meaning_value(m, p.xb.bound, NULL);
-    if (!gyb)
-      gyb = ks_meaning_value(m, p.yb.bound, NULL);
-    ks_meaning_close(m);
-  }
-  if (!gxb || !gyb)
-    return ks_smem_no(out, arena, "bounds its indices by expressions the launch policy cannot state");
-  const char *cover_x = ks_arena_printf(arena, "%s * %s %s %s", ks_smem_operand(arena, pol.grid[0]),
-                                        ks_smem_operand(arena, pol.block[0]),
-                                        p.xb.inclusive ? ">" : ">=", ks_smem_operand(arena, gxb));
-  const char *cover_y = ks_arena_printf(arena, "%s * %s %s %s", ks_smem_operand(arena, pol.grid[1]),
-                                        ks_smem_operand(arena, pol.block[1]),
-                                        p.yb.inclusive ? ">" : ">=", ks_smem_operand(arena, gyb));
-  if (!ks_rt_guard_evaluates(in, cover_x) || !ks_rt_guard_evaluates(in, cover_y))
-    return ks_smem_no(out, arena,
-                      "its bounds are not expressions of the launch and the scalar parameters");
+  const char *cover_x, *cover_y;
+  if ((why = ks_mm_cover(ctx, in, arena, &p, &pol, &cover_x, &cover_y)))
+    return ks_smem_no(out, arena, "%s", why);
   for (size_t n = 0; n < nguards; n += 2) /* the leading dimensions; aligned() is the judge's */
     if (*guards[n] && !ks_rt_guard_evaluates(in, guards[n]))
       return ks_smem_no(out, arena, "its guard '%s' is not an expression of the scalar parameters",
@@ -988,8 +989,8 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   const char *slot = "ks_acc[ks_r][ks_c]";
   const char *acc_text = ks_rt_text_of(arena, in, p.acc);
   const char *Ty = ks_arena_printf(arena, "%d", bm), *Tx = ks_arena_printf(arena, "%d", bn);
-  const char *pro = replay(ctx, &w, &p, 0, Ty, Tx, ty_r, tx_c, acc_text, slot);
-  const char *epi = replay(ctx, &w, &p, 1, Ty, Tx, ty_r, tx_c, acc_text, slot);
+  const char *pro = ks_mm_replay(ctx, &w, &p, 0, Ty, Tx, ty_r, tx_c, acc_text, slot);
+  const char *epi = ks_mm_replay(ctx, &w, &p, 1, Ty, Tx, ty_r, tx_c, acc_text, slot);
   if (!pro || !epi)
     return -1;
   const char *kt = ks_smem_unqualified(arena, p.k->type ? p.k->type : "int");
@@ -1098,7 +1099,7 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   memset(out, 0, sizeof *out);
   if (param >= 100000000)
     return fast_apply(ctx, in, param, arena, out);
-  mm_plan p = {.tile = param >= 10000 ? param / 10000 : param >= 100 ? param / 100 : param,
+  ks_mm_plan p = {.tile = param >= 10000 ? param / 10000 : param >= 100 ? param / 100 : param,
                .regs = param >= 10000 ? param / 100 % 100 : param >= 100 ? param % 100 : 1,
                .xregs = param >= 10000 ? param % 100 : 1};
   if ((p.tile != 16 && p.tile != 32 && p.tile != 64) || p.regs < 1 || p.tile % p.regs ||
@@ -1118,7 +1119,7 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
     return ks_smem_no(out, arena, "%s", why);
   if (f.bounds_attr)
     return ks_smem_no(out, arena, "has __launch_bounds__ (the block changes)");
-  if ((why = plan(&w, &f, &p)))
+  if ((why = ks_mm_match(&w, &f, &p)))
     return ks_smem_no(out, arena, "%s", why);
   if (!p.py->pointee || !p.px->pointee)
     return ks_smem_no(out, arena, "the element type of an operand is unknown");
@@ -1138,27 +1139,9 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   ks_rule_policy pol;
   if (ks_rule_policy_read(ctx, arena, in->parent, &pol))
     return ks_smem_no(out, arena, "the parent's launch policy does not read: %s", ctx->error);
-  const char *gxb = guard_text(arena, p.xb.bound), *gyb = guard_text(arena, p.yb.bound);
-  if (!gxb || !gyb) {
-    /* As the compiler reads them: macros (function-like too), constants. */
-    ks_meaning *m = ks_meaning_open(ctx, in->ast, arena);
-    if (!gxb)
-      gxb = ks_meaning_value(m, p.xb.bound, NULL);
-    if (!gyb)
-      gyb = ks_meaning_value(m, p.yb.bound, NULL);
-    ks_meaning_close(m);
-  }
-  if (!gxb || !gyb)
-    return ks_smem_no(out, arena, "bounds its indices by expressions the launch policy cannot state");
-  const char *cover_x = ks_arena_printf(arena, "%s * %s %s %s", ks_smem_operand(arena, pol.grid[0]),
-                                        ks_smem_operand(arena, pol.block[0]),
-                                        p.xb.inclusive ? ">" : ">=", ks_smem_operand(arena, gxb));
-  const char *cover_y = ks_arena_printf(arena, "%s * %s %s %s", ks_smem_operand(arena, pol.grid[1]),
-                                        ks_smem_operand(arena, pol.block[1]),
-                                        p.yb.inclusive ? ">" : ">=", ks_smem_operand(arena, gyb));
-  if (!ks_rt_guard_evaluates(in, cover_x) || !ks_rt_guard_evaluates(in, cover_y))
-    return ks_smem_no(out, arena,
-                      "its bounds are not expressions of the launch and the scalar parameters");
+  const char *cover_x, *cover_y;
+  if ((why = ks_mm_cover(ctx, in, arena, &p, &pol, &cover_x, &cover_y)))
+    return ks_smem_no(out, arena, "%s", why);
   /* Element sizes: 4 bytes for float and the 32-bit integers, else taken
    * as 8 (double; a wider type only refuses sooner). */
   unsigned long long esz = 8;
@@ -1177,8 +1160,8 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   const char *tx_c = xt ? ks_arena_printf(arena, "(threadIdx.x + ks_c * %d)", p.cols) : NULL;
   const char *slot = xt ? "ks_acc[ks_r][ks_c]" : "ks_acc[ks_r]";
   const char *acc_text = ks_rt_text_of(arena, in, p.acc);
-  const char *pro = replay(ctx, &w, &p, 0, T, T, ty_r, tx_c, acc_text, slot);
-  const char *epi = replay(ctx, &w, &p, 1, T, T, ty_r, tx_c, acc_text, slot);
+  const char *pro = ks_mm_replay(ctx, &w, &p, 0, T, T, ty_r, tx_c, acc_text, slot);
+  const char *epi = ks_mm_replay(ctx, &w, &p, 1, T, T, ty_r, tx_c, acc_text, slot);
   if (!pro || !epi)
     return -1;
   const char *kt = ks_smem_unqualified(arena, p.k->type ? p.k->type : "int");
