@@ -890,6 +890,36 @@ static const char *ld_guard(ks_ctx *ctx, const ks_rule_input *in, ks_arena *aren
   return ks_arena_printf(arena, "%s %% 4 == 0", ks_smem_operand(arena, g));
 }
 
+int ks_mm_write_child(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena, unsigned vo,
+                      const char *header, const char *body, ks_rule_policy *pol, int bm, int bn,
+                      int block_x, int block_y, const char *cover_x, const char *cover_y,
+                      ks_rule_result *out) {
+  const ks_anode *fn_body = in->ast->body;
+  ks_edits e = {0};
+  if (header)
+    ks_edits_add(arena, &e, 0, 0, header);
+  ks_edits_add(arena, &e, fn_body->begin + 1 - vo, fn_body->end - 1 - vo, body);
+  ks_rule_child_init(arena, in, &out->child);
+  out->child.source = ks_edits_apply(ctx, arena, in->parent->source, &e);
+  if (!out->child.source)
+    return -1;
+  const char *gy = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol->grid[1]),
+                                   ks_smem_operand(arena, pol->block[1]), bm);
+  pol->grid[0] = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol->grid[0]),
+                                 ks_smem_operand(arena, pol->block[0]), bn);
+  pol->grid[1] = gy;
+  pol->grid[2] = "1";
+  pol->block[0] = ks_arena_printf(arena, "%d", block_x);
+  pol->block[1] = ks_arena_printf(arena, "%d", block_y);
+  pol->block[2] = "1";
+  ks_rule_policy_write(arena, pol, &out->child);
+  ks_rule_require(arena, &out->child, cover_x);
+  ks_rule_require(arena, &out->child, cover_y);
+  ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s <= 65535", gy));
+  out->applied = true;
+  return 0;
+}
+
 static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
                       ks_rule_result *out) {
   int bm = param / 10000000, bn = param / 10000 % 1000, bk = param / 100 % 100;
@@ -1066,26 +1096,9 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   const char *text = ks_arena_strdup(arena, b.data);
   ks_buf_release(&b);
 
-  const ks_anode *body = in->ast->body;
-  ks_edits e = {0};
-  ks_edits_add(arena, &e, body->begin + 1 - w.vo, body->end - 1 - w.vo, text);
-  ks_rule_child_init(arena, in, &out->child);
-  out->child.source = ks_edits_apply(ctx, arena, in->parent->source, &e);
-  if (!out->child.source)
+  if (ks_mm_write_child(ctx, in, arena, w.vo, NULL, text, &pol, bm, bn, cols, rows, cover_x, cover_y,
+                        out))
     return -1;
-  const char *gy = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol.grid[1]),
-                                   ks_smem_operand(arena, pol.block[1]), bm);
-  pol.grid[0] = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol.grid[0]),
-                                ks_smem_operand(arena, pol.block[0]), bn);
-  pol.grid[1] = gy;
-  pol.grid[2] = "1";
-  pol.block[0] = ks_arena_printf(arena, "%d", cols);
-  pol.block[1] = ks_arena_printf(arena, "%d", rows);
-  pol.block[2] = "1";
-  ks_rule_policy_write(arena, &pol, &out->child);
-  ks_rule_require(arena, &out->child, cover_x);
-  ks_rule_require(arena, &out->child, cover_y);
-  ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s <= 65535", gy));
   for (size_t n = 0; n < nguards; n++)
     if (*guards[n])
       ks_rule_require(arena, &out->child, guards[n]);
@@ -1228,27 +1241,9 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   const char *text = ks_arena_strdup(arena, b.data);
   ks_buf_release(&b);
 
-  const ks_anode *body = in->ast->body;
-  ks_edits e = {0};
-  ks_edits_add(arena, &e, body->begin + 1 - w.vo, body->end - 1 - w.vo, text);
-  ks_rule_child_init(arena, in, &out->child);
-  out->child.source = ks_edits_apply(ctx, arena, in->parent->source, &e);
-  if (!out->child.source)
+  if (ks_mm_write_child(ctx, in, arena, w.vo, NULL, text, &pol, p.tile, p.tile, p.cols, p.rows,
+                        cover_x, cover_y, out))
     return -1;
-  const char *gy = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol.grid[1]),
-                                   ks_smem_operand(arena, pol.block[1]), p.tile);
-  pol.grid[0] = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol.grid[0]),
-                                ks_smem_operand(arena, pol.block[0]), p.tile);
-  pol.grid[1] = gy;
-  pol.grid[2] = "1";
-  pol.block[0] = ks_arena_printf(arena, "%d", p.cols);
-  pol.block[1] = ks_arena_printf(arena, "%d", p.rows);
-  pol.block[2] = "1";
-  ks_rule_policy_write(arena, &pol, &out->child);
-  ks_rule_require(arena, &out->child, cover_x);
-  ks_rule_require(arena, &out->child, cover_y);
-  ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s <= 65535", gy));
-  out->applied = true;
   out->technique = xt ? ks_arena_printf(arena, "tile_mm=%dx%dr%dx%d", p.tile, p.tile, p.regs, p.xregs)
                       : ks_arena_printf(arena, "tile_mm=%dx%dr%d", p.tile, p.tile, p.regs);
   return 0;

@@ -79,4 +79,14 @@ const char *ks_mm_cover(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena,
                         const ks_mm_plan *p, const ks_rule_policy *pol, const char **cover_x,
                         const char **cover_y);
 
+/* The child of a tiled rewrite: the parent's body replaced by `body`
+ * (`header`, if any, put before the variant's first line), a BM x BN
+ * block tile over the parent's grid (grid = ceil_div(grid * block, tile)
+ * along x and y, block = block_x x block_y), the cover guards and
+ * grid_y <= 65535. Fails only when the edits cannot be applied. */
+int ks_mm_write_child(ks_ctx *ctx, const ks_rule_input *in, ks_arena *arena, unsigned vo,
+                      const char *header, const char *body, ks_rule_policy *pol, int bm, int bn,
+                      int block_x, int block_y, const char *cover_x, const char *cover_y,
+                      ks_rule_result *out);
+
 #endif

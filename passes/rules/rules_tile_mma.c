@@ -405,30 +405,11 @@ static int mma_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *
   const char *text = rewrite_body(ctx, &w, &p, &s, &t);
   if (!text)
     return -1;
-  const ks_anode *body = in->ast->body;
-  ks_edits e = {0};
   /* WMMA's header, at the top of the variant (file scope: the variant
    * follows the slice); its include guard makes a second one harmless. */
-  ks_edits_add(arena, &e, 0, 0, "#include <mma.h>\n");
-  ks_edits_add(arena, &e, body->begin + 1 - w.vo, body->end - 1 - w.vo, text);
-  ks_rule_child_init(arena, in, &out->child);
-  out->child.source = ks_edits_apply(ctx, arena, in->parent->source, &e);
-  if (!out->child.source)
+  if (ks_mm_write_child(ctx, in, arena, w.vo, "#include <mma.h>\n", text, &pol, s.bm, s.bn, 32,
+                        s.warps, cover_x, cover_y, out))
     return -1;
-  const char *gy = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol.grid[1]),
-                                   ks_smem_operand(arena, pol.block[1]), s.bm);
-  pol.grid[0] = ks_arena_printf(arena, "ceil_div(%s * %s, %d)", ks_smem_operand(arena, pol.grid[0]),
-                                ks_smem_operand(arena, pol.block[0]), s.bn);
-  pol.grid[1] = gy;
-  pol.grid[2] = "1";
-  pol.block[0] = "32";
-  pol.block[1] = ks_arena_printf(arena, "%d", s.warps);
-  pol.block[2] = "1";
-  ks_rule_policy_write(arena, &pol, &out->child);
-  ks_rule_require(arena, &out->child, cover_x);
-  ks_rule_require(arena, &out->child, cover_y);
-  ks_rule_require(arena, &out->child, ks_arena_printf(arena, "%s <= 65535", gy));
-  out->applied = true;
   out->technique = ks_arena_printf(arena, "tile_mma=%dx%dw%d%s", s.bm, s.bn, s.warps,
                                    t.kind == MMA_TF32 ? "tf32" : "");
   return 0;
