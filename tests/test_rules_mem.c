@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ks_compile.h"
 #include "ks_rules.h"
@@ -25,16 +26,50 @@
 #include "rules_harness.h"
 #include "rules_tree.h"
 
-static rh_tree apps;
+static rh_tree apps, mine;
+static char tmpdir[] = "/tmp/ks_rules_mem_XXXXXX";
+
+/* Kernels the apps do not have. Rodinia's nn: a read-only buffer reached
+ * through a local pointer declared without const (`LatLong *latLong =
+ * d_locations + globalId;`), which a const parameter would not initialize. */
+static const char kernels[] =
+    "typedef struct latLong { float lat; float lng; } LatLong;\n"
+    "/* kernelsmith:\n"
+    " *   size timed: numRecords = 100000\n"
+    " *   size odd:   numRecords = 37\n"
+    " *   in  d_locations: f32[numRecords * 2] uniform(-90, 90)\n"
+    " *   out d_distances[numRecords]\n"
+    " *   scalar lat = 30.0\n"
+    " *   scalar lng = 90.0\n"
+    " *   launch grid = ceil_div(numRecords, 256), block = 256\n"
+    " */\n"
+    "__global__ void euclid(LatLong *d_locations, float *d_distances, int numRecords, float lat, float lng)\n"
+    "{\n"
+    "\tint globalId = blockDim.x * blockIdx.x + threadIdx.x;\n"
+    "    LatLong *latLong = d_locations+globalId;\n"
+    "    if (globalId < numRecords) {\n"
+    "        float *dist=d_distances+globalId;\n"
+    "        *dist = (float)sqrt((lat-latLong->lat)*(lat-latLong->lat)+(lng-latLong->lng)*(lng-latLong->lng));\n"
+    "\t}\n"
+    "}\n";
 
 static int setup(void **state) {
   (void)state;
-  return rh_setup("test_rules_mem") || rh_open_tree(&apps, ks_testdata("apps")) ? -1 : 0;
+  if (rh_setup("test_rules_mem") || rh_open_tree(&apps, ks_testdata("apps")) || !mkdtemp(tmpdir))
+    return -1;
+  const char *file = ks_arena_printf(&rh_arena, "%s/nn.cu", tmpdir);
+  FILE *f = fopen(file, "w");
+  if (!f || fputs(kernels, f) < 0 || fclose(f))
+    return -1;
+  return rh_open_tree(&mine, ks_arena_strdup(&rh_arena, tmpdir)) ? -1 : 0;
 }
 
 static int teardown(void **state) {
   (void)state;
   rh_close_tree(&apps);
+  rh_close_tree(&mine);
+  unlink(ks_arena_printf(&rh_arena, "%s/nn.cu", tmpdir));
+  rmdir(tmpdir);
   rh_teardown();
   return 0;
 }
@@ -185,6 +220,19 @@ static void restrict_saxpy_and_spmv(void **state) {
   v = rh_applied(h, &h->in, "restrict", 0, NULL);
   rh_has(&v, "unsigned int* __restrict__ bins");
   rh_has(&v, "atomicAdd(&bins[__ldg(&data[i])], 1u);");
+  rh_compile_queued();
+}
+
+/* A read-only buffer reached through a non-const local pointer keeps its
+ * type (__restrict__ alone): `const LatLong *` would not initialize the
+ * local, and the child would not compile. */
+static void restrict_nonconst_local(void **state) {
+  (void)state;
+  rh_subject *s = rh_open_kernel(&mine, "euclid");
+  ks_variant v = rh_applied(s, &s->in, "restrict", 0, NULL);
+  rh_has(&v, "(LatLong *__restrict__ d_locations, float *__restrict__ d_distances,");
+  rh_lacks(&v, "const LatLong");
+  rh_guard(&v, "disjoint(d_locations, d_distances)");
   rh_compile_queued();
 }
 
@@ -437,6 +485,7 @@ int main(void) {
       cmocka_unit_test(restrict_saxpy_and_spmv),
       cmocka_unit_test(restrict_sees_local_pointers),
       cmocka_unit_test(disjoint_guard),
+      cmocka_unit_test(restrict_nonconst_local),
       cmocka_unit_test(coarsen_1d_and_2d),
       cmocka_unit_test(coarsen_refusals),
       cmocka_unit_test(coarsen_composes),

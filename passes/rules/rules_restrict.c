@@ -112,6 +112,11 @@ static bool const_pointer_type(const char *type) {
   return star && !strchr(star + 1, '*') && !strncmp(type, "const ", 6);
 }
 
+/* A local pointer whose pointee is not const (its type as written). */
+static bool nonconst_local(const ks_anode *var) {
+  return var->is_pointer && !var->is_const;
+}
+
 /* Is memory written through the pointer value `e` (the parameter, or an
  * address computed from it)? Anything not known to be a read is a write. */
 static bool ptr_written(restrict_state *s, const ks_anode *e) {
@@ -137,7 +142,7 @@ static bool ptr_written(restrict_state *s, const ks_anode *e) {
     if (ks_rt_is_op(p, KS_AK_BINARY, "=") && c == p->kids[1]) {
       const ks_anode *lhs = ks_rt_strip(p->kids[0], false);
       return !(lhs && lhs->kind == KS_AK_DECL_REF && lhs->decl && lhs->decl->kind == KS_AK_VAR &&
-               !var_written(s, lhs->decl));
+               !nonconst_local(lhs->decl) && !var_written(s, lhs->decl));
     }
     return true;
   }
@@ -152,7 +157,10 @@ static bool ptr_written(restrict_state *s, const ks_anode *e) {
       return false;
     return true;
   case KS_AK_VAR:
-    return var_written(s, p);
+    /* A local `T *q = p + i;` would not take a const T * (Rodinia's
+     * `LatLong *latLong = d_locations + globalId;`): counted as a write,
+     * so p keeps its type, whatever q is used for. */
+    return nonconst_local(p) || var_written(s, p);
   default:
     return true;
   }
