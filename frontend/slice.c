@@ -354,10 +354,13 @@ static int slice_in(ks_ctx *ctx, const ks_scan_options *opts, const ks_scan *sca
     rc = 1;
     goto out;
   }
-  if (find) {
+  if (k->is_template) {
+    /* Walked even when the instances are given (a launch site's text, a
+     * capture): the walk is what brings their argument types into the
+     * closure (norm_kernel3<__nv_bfloat16> needs <cuda_bf16.h>). */
     ks_strings found = {0};
     ks_slice_find_instances(&s, &found);
-    for (size_t i = 0; i < found.len; i++) {
+    for (size_t i = 0; find && i < found.len; i++) {
       bool known = false;
       for (size_t j = 0; j < instances->len && !known; j++)
         known = same_args(&scratch, instances->items[j], found.items[i]);

@@ -60,6 +60,18 @@ static const name_fix fixes[] = {
     {"LLONG_MIN", SLICE_SYS_INCLUDE, "cuda/std/climits"},
     {"LLONG_MAX", SLICE_SYS_INCLUDE, "cuda/std/climits"},
     {"ULLONG_MAX", SLICE_SYS_INCLUDE, "cuda/std/climits"},
+    /* the toolkit's reduced-precision types, by the header that declares
+     * them for NVRTC too, whatever the user's code included first (a
+     * template argument deduced through cublas_v2.h's chain: llm.c's
+     * norm_kernel3<__nv_bfloat16>) */
+    {"__nv_bfloat16", SLICE_SYS_INCLUDE, "cuda_bf16.h"},
+    {"__nv_bfloat162", SLICE_SYS_INCLUDE, "cuda_bf16.h"},
+    {"nv_bfloat16", SLICE_SYS_INCLUDE, "cuda_bf16.h"},
+    {"nv_bfloat162", SLICE_SYS_INCLUDE, "cuda_bf16.h"},
+    {"__half", SLICE_SYS_INCLUDE, "cuda_fp16.h"},
+    {"__half2", SLICE_SYS_INCLUDE, "cuda_fp16.h"},
+    {"half", SLICE_SYS_INCLUDE, "cuda_fp16.h"},
+    {"half2", SLICE_SYS_INCLUDE, "cuda_fp16.h"},
     /* <math.h> */
     {"INFINITY", SLICE_SYS_INCLUDE, "cuda/std/cmath"},
     {"NAN", SLICE_SYS_INCLUDE, "cuda/std/cmath"},
