@@ -442,6 +442,17 @@ static void instances_given_by_hand(void **state) {
     fail_msg("%s", by_hand.compile_error);
   assert_string_equal(by_hand.lowered[0], "_Z5scaleIdLi64EEvPT_PKS0_S0_i");
 
+  /* Given as the launch sites give it, the instance's argument type still
+   * joins the closure: the slice includes the header that declares it. */
+  const sliced *sq = find("sum_squares(float *, const T *, int)");
+  assert_int_equal(ks_slice_kernel(&ctx, sq->opts, sq->scan, sq->kernel, "<__nv_bfloat16>", &arena, &s),
+                   0);
+  assert_non_null(strstr(s.source, "#include <cuda_bf16.h>"));
+  sliced bf = {.kernel = sq->kernel, .slice = s};
+  compile(&bf);
+  if (bf.compiled)
+    fail_msg("%s", bf.compile_error);
+
   const sliced *plain = find("saxpy_kernel(int, float, float *, float *)");
   assert_int_equal(ks_slice_kernel(&ctx, plain->opts, plain->scan, plain->kernel, "float",
                                    &arena, &s),

@@ -47,3 +47,30 @@ void add_const_all(W *v, W c, int count)
 
 /* The instance is made here, not by a call. */
 template void add_const_all<double>(double *v, double c, int count);
+
+/* Sums squares in float; its element type is deduced through the host
+ * template below and is __nv_bfloat16 there, a type this file never names
+ * in the kernel itself (llm.c's norm_kernel3: the slice needs cuda_bf16.h
+ * for the instance's name alone, however the user reached it). */
+#include <cuda_bf16.h>
+
+template <class T>
+__global__ void sum_squares(float *out, const T *x, int count)
+{
+    int i;
+
+    i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count)
+        atomicAdd(out, (float)x[i] * (float)x[i]);
+}
+
+template <class T>
+void sum_squares_all(float *out, const T *x, int count)
+{
+    sum_squares<<<(count + 255) / 256, 256>>>(out, x, count);
+}
+
+void sum_squares_bf16(float *out, const __nv_bfloat16 *x, int count)
+{
+    sum_squares_all(out, x, count);
+}
