@@ -95,6 +95,12 @@ static void resolve_dependent(ks_scan *scan, ks_launch *l, ks_tu_result **result
        * than an empty one (`<>`), which names none. */
       if (!args.len && k && k->tparams.len)
         continue;
+      /* An argument nobody could read ("?") names no instance either. */
+      bool unknown = false;
+      for (size_t i = 0; i < args.len; i++)
+        unknown |= args.items[i].value && !strcmp(args.items[i].value, "?");
+      if (unknown)
+        continue;
       add_distinct(&scan->arena, &l->via_instantiations, &args);
     }
   }

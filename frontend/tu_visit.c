@@ -4,6 +4,7 @@
  * user function templates). System headers are skipped whole. */
 #include <string.h>
 
+#include "ks_ctext.h"
 #include "tu.h"
 
 static const char *const launch_apis[] = {
@@ -40,8 +41,35 @@ static void note_template_specialization(ks_tu *tu, CXCursor decl) {
   ks_tu_template_args(tu, decl, &tc->args);
 }
 
+/* An argument libclang cannot read (a function pointer or an object's
+ * address: `trimul_launcher<matmul_tri_naive>(...)`, llm.c) is the one
+ * written between the callee's <> at the same position, where the call
+ * spells them; otherwise it stays "?", which names no instance. */
+static void written_args(ks_tu *tu, CXCursor call, ks_template_args *args) {
+  bool unknown = false;
+  for (size_t i = 0; i < args->len; i++)
+    unknown |= !strcmp(args->items[i].value, "?");
+  if (!unknown)
+    return;
+  const char *text = ks_tu_range_text(tu, ks_tu_extent(tu, call));
+  const char *end = text ? text + strlen(text) : NULL;
+  const char *paren = text ? ks_ctext_find(text, end, "(") : NULL;
+  const char *open = paren ? memchr(text, '<', (size_t)(paren - text)) : NULL;
+  const char *close = open ? ks_ctext_matching(open, paren) : NULL;
+  if (!close)
+    return;
+  ks_strings written = {0};
+  ks_ctext_split(tu->arena, open + 1, close, &written);
+  for (size_t i = 0; i < args->len && i < written.len; i++)
+    if (!strcmp(args->items[i].value, "?"))
+      args->items[i].value = written.items[i];
+}
+
 static void note_template_call(ks_tu *tu, CXCursor call) {
+  size_t before = tu->out->template_calls.len;
   note_template_specialization(tu, clang_getCursorReferenced(call));
+  if (tu->out->template_calls.len > before)
+    written_args(tu, call, &tu->out->template_calls.items[before].args);
 }
 
 static enum CXChildVisitResult visit_body(CXCursor c, CXCursor parent, CXClientData data) {

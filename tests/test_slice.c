@@ -339,6 +339,12 @@ static void template_instances_from_host_code(void **state) {
   assert_string_equal(a->kernel->instantiations.items[0].items[0].param, "V");
   assert_string_equal(a->kernel->instantiations.items[0].items[0].value, "double");
   assert_true(has(&a->slice.name_expressions, "add_const<double>"));
+  /* A function passed as a template argument through a host template: the
+   * argument as the call writes it, the slice compiles with it. */
+  const sliced *f = ok("apply_fn(float *, int)");
+  assert_int_equal(f->kernel->instantiations.len, 1);
+  assert_string_equal(f->kernel->instantiations.items[0].items[0].value, "negate");
+  assert_true(has(&f->slice.name_expressions, "apply_fn<negate>"));
 }
 
 static void dynamic_parallelism_needs_rdc(void **state) {

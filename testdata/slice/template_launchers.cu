@@ -74,3 +74,34 @@ void sum_squares_bf16(float *out, const __nv_bfloat16 *x, int count)
 {
     sum_squares_all(out, x, count);
 }
+
+/* A function as a template argument, passed on by a host template (llm.c's
+ * trimul_global<matmul_tri>): libclang does not read such an argument, the
+ * call spells it. */
+typedef float (*unary_fn)(float);
+
+__device__ float negate(float x)
+{
+    return -x;
+}
+
+template <unary_fn F>
+__global__ void apply_fn(float *v, int count)
+{
+    int i;
+
+    i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count)
+        v[i] = F(v[i]);
+}
+
+template <unary_fn F>
+void apply_all(float *v, int count)
+{
+    apply_fn<F><<<(count + 255) / 256, 256>>>(v, count);
+}
+
+void negate_all(float *v, int count)
+{
+    apply_all<negate>(v, count);
+}
