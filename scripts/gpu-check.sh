@@ -45,6 +45,7 @@ step spec_tests $ks/bin/test_spec
 [ -x $ks/bin/test_search ] && step search_tests $ks/bin/test_search
 [ -x $ks/bin/test_runtime_header ] && step runtime_header $ks/bin/test_runtime_header
 step hacks tests/hacks.sh $ks/bin/kernelsmith-cc testdata tests/fixtures
+step tile_mma_gpu tests/tile_mma_gpu.sh $ks/bin/kernelsmith-cc testdata
 step judge_bench env KS_BIN=$ks/bin/kernelsmith-cc KS_COMPILE_BENCH=$ks/bin/compile_bench \
   KS_RESULTS="$out" bench/judge/run.sh
 step dispatch_bench env KS_RESULTS="$out" bench/dispatch/run.sh

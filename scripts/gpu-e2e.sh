@@ -27,6 +27,8 @@ if [ "${KS_E2E_TESTS:-1}" = 1 ]; then
     $ks/bin/$t >"$logs/$t.log" 2>&1
     echo "$t: rc $?" | tee -a "$dest/tests.txt"
   done
+  tests/tile_mma_gpu.sh $ks/bin/kernelsmith-cc testdata >"$logs/tile_mma_gpu.log" 2>&1
+  echo "tile_mma_gpu: rc $?" | tee -a "$dest/tests.txt"
   KS_RESULTS="$dest" bench/dispatch/run.sh 2>&1 | tee "$logs/dispatch.log"
 fi
 if [ "${KS_E2E_TUNE:-0}" = 1 ]; then
