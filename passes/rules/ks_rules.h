@@ -100,7 +100,7 @@ typedef struct ks_rule {
                              "reduce_stride", "vectorize_2d", "tile_matmul",
                              "scalar_replace", "hoist_invariant",
                              "split_cols", "stream_z", "stream_y",
-                             "tile_mma" */
+                             "tile_mma", "lookup_table" */
   const char *summary;    /* one line, for --help and docs */
   bool tuning;            /* part of the tuning-only baseline (launch
                              configuration and unroll factors alone) */

@@ -12,7 +12,7 @@ static const ks_rule *const all[] = {
     &ks_rule_tile_matmul,
     &ks_rule_scalar_replace, &ks_rule_hoist_invariant, &ks_rule_split_cols,
     &ks_rule_stream_z,      &ks_rule_stream_y,
-    &ks_rule_tile_mma,
+    &ks_rule_tile_mma,      &ks_rule_lookup_table,
 };
 
 const ks_rule *const *ks_rules_all(size_t *n) {

@@ -16,27 +16,6 @@
 #include "ks_buf.h"
 #include "rules_invariant.h"
 
-/* Math functions without side effects or memory reads (CUDA's math API:
- * single precision, double precision and the intrinsics). */
-static bool pure_math(const char *name) {
-  static const char *const fns[] = {
-      "expf",   "exp2f",  "exp10f", "expm1f", "logf",   "log2f",  "log10f", "log1pf", "sqrtf",
-      "rsqrtf", "cbrtf",  "powf",   "sinf",   "cosf",   "tanf",   "asinf",  "acosf",  "atanf",
-      "atan2f", "sinhf",  "coshf",  "tanhf",  "fabsf",  "floorf", "ceilf",  "roundf", "truncf",
-      "fmaxf",  "fminf",  "fmodf",  "erff",   "erfcf",  "hypotf", "fmaf",   "sinpif", "cospif",
-      "exp",    "exp2",   "exp10",  "expm1",  "log",    "log2",   "log10",  "log1p",  "sqrt",
-      "rsqrt",  "cbrt",   "pow",    "sin",    "cos",    "tan",    "asin",   "acos",   "atan",
-      "atan2",  "sinh",   "cosh",   "tanh",   "fabs",   "floor",  "ceil",   "round",  "trunc",
-      "fmax",   "fmin",   "fmod",   "erf",    "erfc",   "hypot",  "fma",    "sinpi",  "cospi",
-      "__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
-      "__tanf", "__fdividef", "__frsqrt_rn", "__fsqrt_rn", "__frcp_rn", "__fmul_rn",
-      "__fadd_rn", "__fmaf_rn", "__dsqrt_rn", "__drcp_rn"};
-  for (size_t k = 0; k < sizeof fns / sizeof *fns; k++)
-    if (!strcmp(name, fns[k]))
-      return true;
-  return false;
-}
-
 static bool integer_type(const char *t) {
   return t && !strstr(t, "float") && !strstr(t, "double") && !strstr(t, "half") &&
          !strstr(t, "bfloat");
@@ -85,7 +64,7 @@ static bool invariant_rec(hoist_walk *w, const ks_anode *n, unsigned *calls, uns
     break;
   case KS_AK_CALL: {
     const char *name = ks_rt_callee(w->arena, n);
-    if (!pure_math(name) || n->from_macro)
+    if (!ks_inv_pure_math(name) || n->from_macro)
       return false;
     (*calls)++;
     break;
@@ -149,7 +128,7 @@ static void find_exprs(hoist_walk *w, const ks_anode *n, found_exprs *out) {
     unsigned calls = 0, names = 0;
     w->why = NULL;
     bool inv = !n->from_macro && invariant(w, n, &calls, &names);
-    bool math = n->kind == KS_AK_CALL && pure_math(ks_rt_callee(w->arena, n));
+    bool math = n->kind == KS_AK_CALL && ks_inv_pure_math(ks_rt_callee(w->arena, n));
     if (math && !w->saw_math) {
       w->saw_math = true;
       const char *call = ks_rt_text_of(w->arena, w->in, n);

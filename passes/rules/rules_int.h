@@ -44,5 +44,7 @@ extern const ks_rule ks_rule_stream_y;
 /* rules_tile_mma.c (tile_matmul's pattern, rules_tile_mm.h, on the tensor
  * cores) */
 extern const ks_rule ks_rule_tile_mma;
+/* rules_lut.c (the loop reading of rules_invariant.c) */
+extern const ks_rule ks_rule_lookup_table;
 
 #endif

@@ -158,3 +158,24 @@ const char *ks_inv_squeezed(ks_arena *arena, const ks_rule_input *in, const ks_a
   *o = '\0';
   return out;
 }
+
+/* Math functions without side effects or memory reads (CUDA's math API:
+ * single precision, double precision and the intrinsics). */
+bool ks_inv_pure_math(const char *name) {
+  static const char *const fns[] = {
+      "expf",   "exp2f",  "exp10f", "expm1f", "logf",   "log2f",  "log10f", "log1pf", "sqrtf",
+      "rsqrtf", "cbrtf",  "powf",   "sinf",   "cosf",   "tanf",   "asinf",  "acosf",  "atanf",
+      "atan2f", "sinhf",  "coshf",  "tanhf",  "fabsf",  "floorf", "ceilf",  "roundf", "truncf",
+      "fmaxf",  "fminf",  "fmodf",  "erff",   "erfcf",  "hypotf", "fmaf",   "sinpif", "cospif",
+      "exp",    "exp2",   "exp10",  "expm1",  "log",    "log2",   "log10",  "log1p",  "sqrt",
+      "rsqrt",  "cbrt",   "pow",    "sin",    "cos",    "tan",    "asin",   "acos",   "atan",
+      "atan2",  "sinh",   "cosh",   "tanh",   "fabs",   "floor",  "ceil",   "round",  "trunc",
+      "fmax",   "fmin",   "fmod",   "erf",    "erfc",   "hypot",  "fma",    "sinpi",  "cospi",
+      "__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
+      "__tanf", "__fdividef", "__frsqrt_rn", "__fsqrt_rn", "__frcp_rn", "__fmul_rn",
+      "__fadd_rn", "__fmaf_rn", "__dsqrt_rn", "__drcp_rn"};
+  for (size_t k = 0; k < sizeof fns / sizeof *fns; k++)
+    if (!strcmp(name, fns[k]))
+      return true;
+  return false;
+}

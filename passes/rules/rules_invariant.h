@@ -33,6 +33,11 @@ bool ks_inv_ref_invariant(const ks_anode *loop, const ks_anode *ref);
  * it, or a call of a function of the user's (which may reach any memory). */
 const char *ks_inv_body_problem(ks_arena *arena, const ks_rule_input *in, const ks_anode *loop);
 
+/* A function of CUDA's math API without side effects or memory reads
+ * (single and double precision, and the intrinsics): hoist_invariant may
+ * move its calls, lookup_table may tabulate them. */
+bool ks_inv_pure_math(const char *name);
+
 /* Code placed around a loop statement: `before` (its own lines, each
  * ending with a newline, at the loop's indentation) goes above the loop
  * and its pragmas, `after` (lines starting with a newline) after its end.
