@@ -21,6 +21,7 @@
 
 #include "ks_buf.h"
 #include "ks_ctext.h"
+#include "ks_footprint.h"
 #include "ks_profile.h"
 #include "ks_specs.h"
 #include "ks_target.h"
@@ -122,7 +123,7 @@ static const char *unusable(ks_arena *a, const ks_capture_launch *l, const ks_ke
  * launch. */
 typedef struct cand {
   const char *text;
-  int rank;          /* 0: one scalar, 1: plus one, 2: a product */
+  int rank;          /* 0: one scalar, 1: plus one, 2: a product, 3: the code's extent */
   bool alive, exact;
 } cand;
 
@@ -179,10 +180,16 @@ static long long spec_length(const ks_spec *spec, const ks_kernel *k, const ks_w
 /* The inferred length expression of pointer parameter `pi` over the
  * workloads (one per captured launch), or NULL. */
 static const char *infer_length(ks_arena *a, const ks_kernel *k, const ptype *types, size_t pi,
-                                const ks_capture_launch *const *launches, const ks_workload *works,
-                                size_t nw) {
+                                const char *extent, const ks_capture_launch *const *launches,
+                                const ks_workload *works, size_t nw) {
   KS_ARRAY(cand) cs = {0};
   const ks_workload *w0 = &works[0];
+  /* The extent the kernel's own code proves (ks_footprint.h), where it is
+   * made of scalars and constants alone: `A[i * NY + j]` under macro sizes
+   * gives 'NX * NY', which no product of scalars can. It must still fill
+   * the allocation as the others must, so it is the buffer's length. */
+  if (extent)
+    *ks_array_push(a, &cs) = (cand){extent, 3, true, true};
   for (size_t i = 0; i < w0->args.len; i++) {
     if (!int_scalar(&w0->args.items[i]) || !k->params.items[i].name[0])
       continue;
@@ -332,8 +339,8 @@ static unsigned long long changed_elements(const unsigned char *x, const unsigne
  * (docs/judge.md, "Captured workloads"), at least what it must move: each
  * buffer the launch changed, the elements it changed (the snapshots before
  * and after say which); each buffer it left alone, read once over the
- * lengths its parameters are known to have (the spec's or those inferred
- * from the scalars). A buffer whose length nothing says is not counted:
+ * lengths its parameters are known to have (the spec's, or those inferred
+ * from the scalars or from the extent the kernel's code proves). A buffer whose length nothing says is not counted:
  * the allocation may be far larger than what the launch touches, and an
  * overstated floor would call honest variants SUSPICIOUS. */
 static int capture_bytes_min(ks_ctx *ctx, ks_capture *cap, const ks_capture_launch *l,
@@ -514,7 +521,11 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
   if (!nw)
     return 0;
 
-  /* len_<param>: the spec's where it says, else inferred. */
+  /* len_<param>: the spec's where it says, else inferred; the slice's
+   * footprints (read once, only where a length is wanted) add the extent
+   * the code proves as one more candidate. */
+  ks_footprints fps = {0};
+  bool have_fps = false;
   for (size_t pi = 0; pi < k->params.len; pi++) {
     if (!types[pi].pointer)
       continue;
@@ -528,7 +539,17 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
                           ? spec_length(&t->spec, k, &works[w], k->params.items[pi].name)
                           : -1;
       if (len < 0 && !tried) {
-        inferred = infer_length(a, k, types, pi, ls, works, nw);
+        if (!have_fps && t->slice.source) {
+          ks_ctx quiet; /* footprints only help: a slice they cannot read adds none */
+          ks_ctx_init(&quiet, ctx->prog);
+          if (ks_footprints_from_unit(&quiet, "slice.cu", t->slice.source, k->qualified_name, a,
+                                      &fps))
+            fps = (ks_footprints){0};
+          ks_ctx_release(&quiet);
+          have_fps = true;
+        }
+        const char *extent = pi < fps.len ? fps.items[pi].extent : NULL;
+        inferred = infer_length(a, k, types, pi, extent, ls, works, nw);
         tried = true;
       }
       if (len < 0 && inferred)

@@ -694,6 +694,51 @@ static void windowed_allocation(void **state) {
   ks_ctx_release(&ctx);
 }
 
+/* Sizes only macros give: row_sums reads a[i * COLS + j] under i < ROWS,
+ * so its footprint proves 'a' reaches ROWS * COLS elements, which fills the
+ * 512 bytes it was given: that is its length, and the bytes it must move
+ * count it; 'y' (64 bytes, written whole) has only the bytes it changed. */
+static void length_from_extent(void **state) {
+  (void)state;
+  const char *path = tmp("row_sums.kscap");
+  cap c;
+  cap_open(&c, path);
+  float a_[128], y0[16], y1[16];
+  for (int i = 0; i < 128; i++)
+    a_[i] = (float)(i % 7);
+  for (int i = 0; i < 16; i++) {
+    y0[i] = 0.0f;
+    y1[i] = 0.0f;
+    for (int j = 0; j < 8; j++)
+      y1[i] += a_[i * 8 + j];
+  }
+  unsigned long long ba = blob(&c, a_, sizeof a_), by0 = blob(&c, y0, sizeof y0),
+                     by1 = blob(&c, y1, sizeof y1);
+  ks_capture_launch l = {.kernel = "_Z8row_sumsPKfPf", .grid = {1, 1, 1}, .block = {32, 1, 1},
+                         .api = "cuLaunchKernel", .bytes_needed = sizeof a_ + sizeof y0};
+  ptr(&c, &l, 0x10000, sizeof a_, 0, ba, ba);
+  ptr(&c, &l, 0x20000, sizeof y0, 0, by0, by1);
+  assert_int_equal(ks_capture_write_launch(&c.ctx, &c.w, &l), 0);
+  cap_close(&c);
+
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "row_sums", &cp, &a, &t, 0);
+  const ks_workload *w = &t.workloads[0];
+  unsigned long long len;
+  assert_true(ks_warg_length(w, &w->args.items[0], &len));
+  assert_int_equal(len, 128);
+  assert_non_null(t.spec.buffers.items[0].length);
+  /* y[i] for every row changed (no row sums to 0 here) */
+  for (int i = 0; i < 16; i++)
+    assert_true(y1[i] != 0.0f);
+  assert_int_equal(w->bytes_min, 128 * 4 + 16 * 4);
+  ks_target_close(&t);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+}
+
 /* Without a capture, a kernel with no spec is told both ways to get one. */
 static void neither(void **state) {
   (void)state;
@@ -719,6 +764,7 @@ int main(void) {
       cmocka_unit_test(struct_and_null_pointer),
       cmocka_unit_test(windowed_allocation),
       cmocka_unit_test(typedef_element_type),
+      cmocka_unit_test(length_from_extent),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -397,7 +397,10 @@ def main():
     stamp = datetime.date.today().isoformat()
     rows = []
     base = os.path.join(args.results, "e2e-%s-%s" % (label, stamp))
-    for p in programs(args):
+    chosen = list(programs(args))
+    if not chosen:
+        sys.exit("e2e.py: no program of --sets %s matches --only %s" % (args.sets, args.only))
+    for p in chosen:
         t0 = time.time()
         try:
             r = run_program(p, ks, nvcc, args.work, args.seconds)

@@ -134,6 +134,16 @@ def spec_of(ks, name, path, flags):
             "vars": vars_}
 
 
+def recheck(ks, name, winner, path, flags, work):
+    r = subprocess.run([ks, "-q", "check", name, "--variant", winner, "--seed", "99", "--json",
+                        "--cache-dir", os.path.join(work, "recheck-cache"), "--no-compdb", *flags, path],
+                       capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout).get("verdict", "ERROR")
+    except ValueError:
+        return "ERROR"
+
+
 def geomean(xs):
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
@@ -197,7 +207,12 @@ def main():
                 rows.append(row)
                 continue
             row.update(baseline_ms=k["baseline_ms"], best_ms=k.get("best_ms") or k["baseline_ms"],
-                       speedup=k.get("speedup", 1.0), techniques=k.get("techniques", ""))
+                       speedup=k.get("speedup", 1.0), techniques=k.get("techniques", ""),
+                       evaluated=k.get("evaluated", 0), wrong=k.get("wrong", 0))
+            if k.get("winner_file"):
+                # The winner judged once more by a separate process on fresh
+                # inputs: a WRONG here is a wrong variant the search accepted.
+                row["recheck"] = recheck(ks, kn, k["winner_file"], d, flags, work)
             sp = spec_of(ks, kn, coverage.kernel_path(root, sk) if sk else d, flags)
             if sp:
                 row.update(size=sp["size"], bytes=sp["bytes"], flops=sp["flops"], vars=sp["vars"])
@@ -241,17 +256,30 @@ def main():
     for f, g in by_family.items():
         L.append(f"| {f} | {g['kernels']} | {num(g['geomean_speedup'])} | {pct(g['median_of_floor'])} | "
                  f"{pct(g['median_baseline_of_floor'])} | {num(g['geomean_best_over_cublas'])} |")
-    L += ["", "| code base | kernel | family | base ms | best ms | speedup | of floor | bound | cuBLAS ms | techniques |",
-          "|---|---|---|---:|---:|---:|---:|---|---:|---|"]
+    timed = [r for r in rows if "best_ms" in r]
+    judged = {"kernels": len(timed), "geomean_speedup": geomean([r["speedup"] for r in timed]),
+              "variants_judged": sum(r.get("evaluated", 0) for r in timed),
+              "variants_wrong": sum(r.get("wrong", 0) for r in timed),
+              "winners": sum(1 for r in timed if "recheck" in r),
+              "winners_wrong_on_recheck": sum(1 for r in timed if r.get("recheck") == "WRONG"),
+              "recheck_errors": sum(1 for r in timed if r.get("recheck") == "ERROR")}
+    L += ["", f"All {judged['kernels']} timed kernels: geomean speedup {num(judged['geomean_speedup'])}; "
+          f"{judged['variants_judged']} variants judged, {judged['variants_wrong']} of them WRONG (refused); "
+          f"{judged['winners']} winners rechecked by `check --seed 99` on fresh inputs: "
+          f"{judged['winners_wrong_on_recheck']} WRONG, {judged['recheck_errors']} could not be rechecked."]
+    L += ["", "| code base | kernel | family | base ms | best ms | speedup | of floor | bound | cuBLAS ms | "
+          "judged / WRONG | recheck | techniques |",
+          "|---|---|---|---:|---:|---:|---:|---|---:|---:|---|---|"]
     for r in rows:
         if "best_ms" not in r:
-            L.append(f"| {r['codebase']} | {r['kernel']} | {r['family']} | - | - | - | - | - | - | "
+            L.append(f"| {r['codebase']} | {r['kernel']} | {r['family']} | - | - | - | - | - | - | - | - | "
                      f"{r.get('status')}: {r.get('note', '')} |")
             continue
         cub = f"{r['cublas_ms']:.4f}" if "cublas_ms" in r else "-"
         L.append(f"| {r['codebase']} | {r['kernel']} | {r['family']} | {r['baseline_ms']:.4f} | "
                  f"{r['best_ms']:.4f} | {r['speedup']:.2f}x | {pct(r.get('of_floor'))} | "
-                 f"{r.get('bound', '-')} | {cub} | {r.get('techniques') or '-'} |")
+                 f"{r.get('bound', '-')} | {cub} | {r.get('evaluated', 0)} / {r.get('wrong', 0)} | "
+                 f"{r.get('recheck', '-')} | {r.get('techniques') or '-'} |")
     text = "\n".join(L)
     print(text)
     dev = ceil["device"].replace("NVIDIA ", "").replace(" ", "-").lower()
@@ -260,7 +288,7 @@ def main():
     doc = {"schema": coverage.SCHEMA + ".gpu", "version": 1, "date": date, "label": label,
            "command": "bench/rules-coverage/run.sh --gpu", "seconds_per_codebase": args.seconds,
            "wall_seconds": round(time.time() - t0, 1), "ceilings": ceil, "runs": runs,
-           "by_family": by_family, "kernels": rows}
+           "by_family": by_family, "judged": judged, "kernels": rows}
     os.makedirs(args.results, exist_ok=True)
     base = os.path.join(args.results, f"rules-coverage-gpu-{label}-{date}")
     json.dump(doc, open(base + ".json", "w"), indent=1)

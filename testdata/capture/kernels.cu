@@ -61,3 +61,20 @@ __global__ void relu_x(floatX *out, const floatX *inp, int N) {
 void run_relu_x(floatX *out, const floatX *inp, int N) {
   relu_x<<<(N + 255) / 256, 256>>>(out, inp, N);
 }
+
+// Sizes as macros, one thread per row, a C89 loop: no scalar says how long
+// `a` is, the code's own extent does (ROWS * COLS).
+#define ROWS 16
+#define COLS 8
+__global__ void row_sums(const float *a, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int j;
+  if (i < ROWS) {
+    float s = 0.0f;
+    for (j = 0; j < COLS; j++)
+      s += a[i * COLS + j];
+    y[i] = s;
+  }
+}
+
+void run_row_sums(const float *a, float *y) { row_sums<<<1, 32>>>(a, y); }
