@@ -16,11 +16,42 @@ fail=0
 for k in log_energy gamma_correct window_softscore; do
   "$bin" -q rewrite --no-compdb --compile $k --rule lookup_table "$file" >"$work/$k.cu" 2>"$work/err" ||
     { echo "lookup_table: $k:"; cat "$work/err"; fail=1; continue; }
-  grep -qx "// kernelsmith-cc techniques: lookup_table=1" "$work/$k.cu" || { echo "lookup_table: $k: no tag"; fail=1; }
+  grep -qx "// kernelsmith-cc techniques: lookup_table=256" "$work/$k.cu" || { echo "lookup_table: $k: no tag"; fail=1; }
   grep -q "__shared__ float ks_lut\[256\];" "$work/$k.cu" || { echo "lookup_table: $k: no table"; fail=1; }
   grep -q "__syncthreads();" "$work/$k.cu" || { echo "lookup_table: $k: no barrier after the fill"; fail=1; }
   grep -q "ks_lut\[(unsigned char)(" "$work/$k.cu" || { echo "lookup_table: $k: no lookup"; fail=1; }
 done
+# wider integers: looked up in [0, 256), the rest computed as written; a
+# count read through a local (float p = count[k] / 25.0f) kept beside it
+for k in window_hist_entropy decay_weights; do
+  "$bin" -q rewrite --no-compdb --compile $k --rule lookup_table=256 "$file" >"$work/$k.cu" 2>"$work/err" ||
+    { echo "lookup_table: $k:"; cat "$work/err"; fail=1; continue; }
+  grep -qx "// kernelsmith-cc techniques: lookup_table=256" "$work/$k.cu" || { echo "lookup_table: $k: no tag"; fail=1; }
+  grep -q "< 256 ? ks_lut\[" "$work/$k.cu" || { echo "lookup_table: $k: no range test before the lookup"; fail=1; }
+done
+grep -q "const int ks_key = count\[k\];" "$work/window_hist_entropy.cu" ||
+  { echo "lookup_table: window_hist_entropy: the count is not kept beside p"; fail=1; }
+grep -q "ks_lut\[ks_t\] = ((float)(ks_b / 25.0f)) \* log2f(((float)(ks_b / 25.0f)));" "$work/window_hist_entropy.cu" ||
+  { echo "lookup_table: window_hist_entropy: the entry is not p * log2f(p) of the count"; fail=1; }
+"$bin" -q rewrite --no-compdb --compile decay_weights --rule lookup_table=4096 "$file" >/dev/null 2>&1 ||
+  { echo "lookup_table: decay_weights: the 4096-entry table does not compile"; fail=1; }
+# golden rewrites (KS_UPDATE_GOLDEN=1 writes them)
+gold=$data/rules/expected-lut
+for k in log_energy gamma_correct window_softscore window_hist_entropy decay_weights; do
+  if [ "${KS_UPDATE_GOLDEN:-0}" = 1 ]; then
+    mkdir -p "$gold" && cp "$work/$k.cu" "$gold/$k.lookup_table.cu.txt"
+  elif ! diff -u "$gold/$k.lookup_table.cu.txt" "$work/$k.cu"; then
+    echo "lookup_table: $k differs from its golden rewrite"; fail=1
+  fi
+done
+refuse_choice() { # kernel=choice reason
+  if "$bin" -q rewrite --no-compdb ${1%%=*} --rule lookup_table=${1#*=} "$file" >/dev/null 2>"$work/err"; then
+    echo "lookup_table: $1 was rewritten"; fail=1
+  elif ! grep -qF "$2" "$work/err"; then
+    echo "lookup_table: $1: expected '$2', got:"; cat "$work/err"; fail=1
+  fi
+}
+refuse_choice log_energy=1024 "its tables are of 8-bit values, 256 entries each"
 grep -q "const signed char ks_b = (signed char)ks_t;" "$work/window_softscore.cu" ||
   { echo "lookup_table: window_softscore: the entries are not made from signed chars"; fail=1; }
 refuse() { # kernel reason
@@ -30,8 +61,8 @@ refuse() { # kernel reason
     echo "lookup_table: $1: expected '$2', got:"; cat "$work/err"; fail=1
   fi
 }
-refuse log_floats "logf(x[i + j]) reads no 8-bit value"
-refuse log_per_thread "it depends on 'i', which is neither an 8-bit value nor a scalar parameter"
+refuse log_floats "logf(x[i + j]) reads no integer value"
+refuse log_per_thread "it depends on two values ('b[i+j]' and 'i')"
 refuse log_once "no math function is called inside a loop"
 
 cxx=${CXX:-g++}
@@ -40,7 +71,7 @@ if ! "$cxx" -std=c++20 -pthread "$work/probe.cpp" -o "$work/probe" 2>/dev/null; 
   echo "lookup_table: no C++20 compiler with <barrier> ($cxx); CPU runs skipped"
   exit $fail
 fi
-printf '#include "log_energy.cu"\n#include "gamma_correct.cu"\n#include "window_softscore.cu"\n' >"$work/v.h"
+printf '#include "%s.cu"\n' log_energy gamma_correct window_softscore window_hist_entropy decay_weights >"$work/v.h"
 "$cxx" -std=c++20 -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -w -pthread \
   -I"$here/tile_mm_cpu" -I"$work" -DVARIANTS="\"v.h\"" -DLUT_CU="\"$file\"" \
   "$here/lookup_table_cpu/check.cpp" -o "$work/check" || { echo "lookup_table: the CPU check does not build"; exit 1; }

@@ -1,7 +1,7 @@
-/* rules_lut: lookup_table, a pure math expression of one 8-bit value
- * (a byte of an image, a char of a sequence) computed in a loop, replaced
- * by a table of its 256 results that each block fills once in shared
- * memory:
+/* rules_lut: lookup_table, a pure math expression of one integer value
+ * (a byte of an image, a char of a sequence, a histogram count) computed in
+ * a loop, replaced by a table of its results that each block fills once in
+ * shared memory:
  *
  *   for (dy = -2; dy <= 2; dy++)             __shared__ float ks_lut[256];
  *     for (dx = -2; dx <= 2; dx++)           for (int ks_t = <thread>; ks_t < 256; ks_t += <threads>) {
@@ -12,19 +12,30 @@
  *                                            ...
  *                                                s += ks_lut[(unsigned char)(img[..])];
  *
- * The value range is the type's: an 8-bit integer takes 256 values, so
- * the table answers every input, whatever the data (no guard on the
- * data, which no launch can check). Each entry is the same expression
- * evaluated on the same value in the same precision, so the result is the
- * original's bit for bit (up to the compiler contracting a multiply-add
- * differently in the two places).
+ * An 8-bit value takes 256 values: the table answers every input, whatever
+ * the data (no guard on the data, which no launch can check). A wider
+ * integer (a count, a short sample, an int pixel) is looked up where it
+ * lies in [0, N), N the parameter (256, 1024 or 4096 entries), and
+ * computed as written elsewhere:
  *
- * What the expression may hold besides the byte (one value, written the
+ *   e -= p * log2f(p);    ->   e -= ((unsigned long long)(ks_key) < 1024 ? ks_lut[ks_key] : (p * log2f(p)));
+ *
+ * so the result never depends on the data's range; what the range decides,
+ * the judge measures on the user's data (a capture holds it). Each entry is
+ * the same expression evaluated on the same value in the same precision, so
+ * the result is the original's bit for bit (up to the compiler contracting a
+ * multiply-add differently in the two places).
+ *
+ * What the expression may hold besides the value (one value, written the
  * same way wherever it occurs): literals, scalar parameters the kernel
- * never assigns (the same for every thread of the block), arithmetic
- * (no integer division: the table would evaluate it on 256 values the
- * data may never hold, 0 among them), casts and CUDA's pure math
- * functions (rules_invariant.h). It must hold at least one math call, sit
+ * never assigns (the same for every thread of the block), arithmetic (no
+ * integer division: the table would evaluate it on values the data may
+ * never hold, 0 among them), casts, CUDA's pure math functions
+ * (rules_invariant.h), and a local the kernel declares once with such an
+ * expression and never assigns again (`float p = count[k] / 25.0f;` then
+ * `p * log2f(p)`): the entry computes the local from the table's value,
+ * and the value is kept beside the local's declaration (`const int ks_key
+ * = count[k];`) for the lookup. It must hold at least one math call, sit
  * inside a loop (once per thread, the table costs what it saves) and be
  * float or double. The fill runs at the top of the kernel, where every
  * thread of the block still is, so its __syncthreads is reached by all. */
@@ -45,15 +56,28 @@ static const char *unqualified(const char *t) {
   return t;
 }
 
-/* An 8-bit integer type, as the compiler sees it. */
-static bool byte_type(const char *t) {
+/* The table's keys: 8 for an 8-bit integer type (256 values, the table
+ * holds them all), 1 for a wider integer type (the table holds [0, N)),
+ * 0 for anything else; as the compiler sees the type. */
+static int key_kind(const char *t) {
+  static const char *const wide[] = {"short", "unsigned short", "int", "unsigned int", "long",
+                                     "unsigned long", "long long", "unsigned long long"};
   t = unqualified(t);
-  return t && (!strcmp(t, "unsigned char") || !strcmp(t, "signed char") || !strcmp(t, "char"));
+  if (!t)
+    return 0;
+  if (!strcmp(t, "unsigned char") || !strcmp(t, "signed char") || !strcmp(t, "char"))
+    return 8;
+  for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+    if (!strcmp(t, wide[i]))
+      return 1;
+  return 0;
 }
+
+static const char *type_of(const ks_anode *n) { return n->canon_type ? n->canon_type : n->type; }
 
 /* The table's element type: the expression's, float or double. */
 static const char *value_type(const ks_anode *e) {
-  const char *t = unqualified(e->canon_type ? e->canon_type : e->type);
+  const char *t = unqualified(type_of(e));
   return t && (!strcmp(t, "float") || !strcmp(t, "double")) ? t : NULL;
 }
 
@@ -61,17 +85,26 @@ typedef struct lut_walk {
   ks_arena *arena;
   const ks_rule_input *in;
   const ks_anode *body;      /* the kernel's body: where parameters must stay put */
-  const ks_anode *byte;      /* the 8-bit value of the expression being read */
-  const char *byte_text;     /* its text, squeezed */
+  const ks_anode *key;       /* the integer value of the expression being read */
+  const char *key_text;      /* its text, squeezed */
+  const ks_anode *local;     /* the local the key was read through, or NULL */
+  bool in_local;             /* reading that local's initializer */
   unsigned calls;            /* pure math calls in it */
   const char *why;           /* the first reason an expression is no table */
 } lut_walk;
 
-/* An 8-bit value the table can stand for: a read p[i] or *p whose element
- * is 8-bit, or a name of an 8-bit type; nothing in it assigns or calls. */
-static bool byte_source(lut_walk *w, const ks_anode *n) {
-  const char *t = n->canon_type ? n->canon_type : n->type;
-  if (!byte_type(t))
+/* A scalar parameter the kernel never assigns: the same for every thread. */
+static bool uniform_param(const lut_walk *w, const ks_anode *n) {
+  return n->kind == KS_AK_DECL_REF && n->decl && n->decl->kind == KS_AK_PARAM &&
+         !n->decl->is_pointer && !ks_rt_modified(w->body, n->decl);
+}
+
+/* An integer value the table can stand for: a read p[i] or *p whose
+ * element is an integer, or a name of an integer type; nothing in it
+ * assigns or calls. */
+static bool key_source(lut_walk *w, const ks_anode *n) {
+  /* volatile: each read may differ, and the lookup reads the value again */
+  if (!key_kind(type_of(n)) || strstr(type_of(n), "volatile") || uniform_param(w, n))
     return false;
   if (n->kind != KS_AK_SUBSCRIPT && n->kind != KS_AK_DECL_REF && !ks_rt_is_op(n, KS_AK_UNARY, "*"))
     return false;
@@ -85,21 +118,46 @@ static bool byte_source(lut_walk *w, const ks_anode *n) {
   return true;
 }
 
-/* Is `n` made of the byte, uniform names, literals, arithmetic and pure
+static bool tabulable(lut_walk *w, const ks_anode *n);
+
+/* A local declared alone with an initializer, never assigned again, of an
+ * arithmetic type: the expression may read it as its initializer. */
+static bool local_alias(lut_walk *w, const ks_anode *ref) {
+  const ks_anode *var = ref->decl, *init = var ? ks_rt_var_init(var) : NULL;
+  const ks_anode *stmt = var ? var->parent : NULL;
+  if (!init || var->kind != KS_AK_VAR || var->is_pointer || var->shared_space || !stmt ||
+      stmt->kind != KS_AK_DECL_STMT || ks_rt_single_var(stmt) != var || !stmt->parent ||
+      stmt->parent->kind != KS_AK_COMPOUND || ks_rt_modified(w->body, var) ||
+      (!value_type(var) && !key_kind(type_of(var))))
+    return false;
+  if (w->in_local || (w->local && w->local != var) || (w->key && !w->local)) {
+    if (!w->why)
+      w->why = ks_arena_printf(w->arena, "it reads '%s' beside another value", ref->name);
+    return false;
+  }
+  bool fresh = !w->local;
+  w->local = var;
+  w->in_local = true;
+  bool ok = fresh ? tabulable(w, init) : true;
+  w->in_local = false;
+  return ok;
+}
+
+/* Is `n` made of the value, uniform names, literals, arithmetic and pure
  * math only? */
 static bool tabulable(lut_walk *w, const ks_anode *n) {
   if (!n || n->from_macro)
     return false;
-  if (byte_source(w, n)) {
+  if (key_source(w, n)) {
     const char *text = ks_inv_squeezed(w->arena, w->in, n);
-    if (w->byte && strcmp(text, w->byte_text)) {
+    if (w->key && (strcmp(text, w->key_text) || w->in_local != (w->local != NULL))) {
       if (!w->why)
-        w->why = ks_arena_printf(w->arena, "it depends on two 8-bit values ('%s' and '%s')",
-                                 w->byte_text, text);
+        w->why = ks_arena_printf(w->arena, "it depends on two values ('%s' and '%s')",
+                                 w->key_text, text);
       return false;
     }
-    w->byte = n;
-    w->byte_text = text;
+    w->key = n;
+    w->key_text = text;
     return true;
   }
   switch (n->kind) {
@@ -107,12 +165,14 @@ static bool tabulable(lut_walk *w, const ks_anode *n) {
   case KS_AK_FLOAT_LITERAL:
     return true;
   case KS_AK_DECL_REF:
-    if (n->decl && n->decl->kind == KS_AK_PARAM && !n->decl->is_pointer &&
-        !ks_rt_modified(w->body, n->decl))
+    if (uniform_param(w, n))
+      return true;
+    if (n->decl && n->decl->kind == KS_AK_VAR && local_alias(w, n))
       return true;
     if (!w->why)
-      w->why = ks_arena_printf(w->arena, "it depends on '%s', which is neither an 8-bit value nor "
-                                         "a scalar parameter the kernel leaves alone",
+      w->why = ks_arena_printf(w->arena, "it depends on '%s', which is neither an integer value, "
+                                         "a local made of one, nor a scalar parameter the kernel "
+                                         "leaves alone",
                                n->name ? n->name : "?");
     return false;
   case KS_AK_CALL:
@@ -135,7 +195,7 @@ static bool tabulable(lut_walk *w, const ks_anode *n) {
     if (!ok || (!strcmp(n->op, "/") && !value_type(n))) {
       if (!w->why && ok)
         w->why = ks_arena_printf(w->arena, "it divides integers ('%s'), which the table would do "
-                                           "for byte values the data may never hold",
+                                           "for values the data may never hold",
                                  ks_rt_text_of(w->arena, w->in, n));
       return false;
     }
@@ -153,15 +213,17 @@ static bool tabulable(lut_walk *w, const ks_anode *n) {
 
 typedef struct table {
   const ks_anode *expr;      /* the first occurrence */
-  const char *text;          /* squeezed, to share one table among equal ones */
-  const ks_anode *byte;
+  const char *text;          /* squeezed (with the local's initializer): equal ones share */
+  const ks_anode *key;
+  const ks_anode *local;     /* the local the key is read through, or NULL */
+  bool wide;                 /* a wider integer than 8 bits: [0, N) and the rest as written */
   const char *name;
 } table;
 
 typedef KS_ARRAY(table) tables;
 
 typedef struct found {
-  const ks_anode *expr, *byte;
+  const ks_anode *expr, *key;
   const table *tab;
 } found;
 
@@ -175,6 +237,19 @@ typedef struct find_state {
   const char *why;
 } find_state;
 
+/* An integer value among n's operands (an index inside a subscript is no
+ * operand: x[i + j] reads a float). */
+static bool has_key(lut_walk *w, const ks_anode *n) {
+  if (!n || key_source(w, n))
+    return n != NULL;
+  if (n->kind == KS_AK_SUBSCRIPT)
+    return false;
+  for (size_t k = 0; k < n->nkids; k++)
+    if (has_key(w, n->kids[k]))
+      return true;
+  return false;
+}
+
 /* The largest tabulable expressions with a math call below `n`. */
 static void find_tables(find_state *fs, const ks_anode *n) {
   if (!n)
@@ -184,13 +259,23 @@ static void find_tables(find_state *fs, const ks_anode *n) {
     if (n->kind == KS_AK_CALL && ks_inv_pure_math(ks_rt_callee(fs->w.arena, n)))
       fs->saw_math = true;
     lut_walk w = fs->w;
-    w.byte = NULL;
-    w.byte_text = NULL;
+    w.key = w.local = NULL;
+    w.key_text = NULL;
+    w.in_local = false;
     w.calls = 0;
     w.why = NULL;
-    bool ok = tabulable(&w, n) && w.calls && w.byte && value_type(n) && n->kind != KS_AK_PAREN;
-    if (ok) {
+    bool ok = tabulable(&w, n) && w.key && value_type(n) && n->kind != KS_AK_PAREN;
+    /* A math call in the local's initializer counts as one here. */
+    if (ok && !w.calls && w.local) {
+      ks_rt_nodes all = ks_rt_collect(w.arena, ks_rt_var_init(w.local));
+      for (size_t i = 0; i < all.len; i++)
+        w.calls += all.items[i]->kind == KS_AK_CALL;
+    }
+    if (ok && w.calls) {
       const char *text = ks_inv_squeezed(w.arena, w.in, n);
+      if (w.local)
+        text = ks_arena_printf(w.arena, "%s|%s=%s", text, w.local->name,
+                               ks_inv_squeezed(w.arena, w.in, ks_rt_var_init(w.local)));
       const table *tab = NULL;
       for (size_t i = 0; i < fs->tabs->len && !tab; i++)
         if (!strcmp(fs->tabs->items[i].text, text))
@@ -199,24 +284,22 @@ static void find_tables(find_state *fs, const ks_anode *n) {
         table *t = ks_array_push(w.arena, fs->tabs);
         t->expr = n;
         t->text = text;
-        t->byte = w.byte;
+        t->key = w.key;
+        t->local = w.local;
+        t->wide = key_kind(type_of(w.key)) != 8;
         tab = t;
       }
       found *f = ks_array_push(w.arena, fs->uses);
       f->expr = n;
-      f->byte = w.byte;
+      f->key = w.key;
       f->tab = tab;
       return;
     }
     if (n->kind == KS_AK_CALL && !fs->why && ks_inv_pure_math(ks_rt_callee(w.arena, n))) {
-      /* No 8-bit value at all says more than what stopped the walk. */
-      bool any_byte = false;
-      ks_rt_nodes all = ks_rt_collect(w.arena, n);
-      for (size_t i = 0; i < all.len && !any_byte; i++)
-        any_byte = byte_source(&w, all.items[i]);
-      fs->why = !any_byte ? ks_arena_printf(w.arena, "%s reads no 8-bit value (a byte or char: "
-                                                     "256 values a table can hold)",
-                                            ks_rt_text_of(w.arena, w.in, n))
+      /* No integer value at all says more than what stopped the walk. */
+      fs->why = !has_key(&w, n) ? ks_arena_printf(w.arena, "%s reads no integer value (a table holds "
+                                                    "the results for an integer's values)",
+                                           ks_rt_text_of(w.arena, w.in, n))
                 : w.why ? ks_arena_printf(w.arena, "%s: %s", ks_rt_text_of(w.arena, w.in, n), w.why)
                         : NULL;
     }
@@ -235,25 +318,30 @@ static bool visit_loop(ks_anode *n, void *arg) {
   return false; /* find_tables went through the loops inside */
 }
 
-/* Replaces the table's byte by the entry's value. */
+/* Replaces the table's value by the entry's, and the local it may be read
+ * through by its initializer so rendered. */
 typedef struct entry_render {
-  const ks_anode *byte_of_table;
-  const char *text;          /* the byte's squeezed text */
+  const char *text;          /* the key's squeezed text */
+  const ks_anode *local;
+  const char *local_value;   /* "((float)(<initializer on the entry's value>))" */
   const ks_rule_input *in;
   ks_arena *arena;
   const char *value;
 } entry_render;
 
-static const char *replace_byte(const ks_anode *n, void *arg) {
+static const char *replace_key(const ks_anode *n, void *arg) {
   entry_render *r = arg;
+  if (r->local && n->kind == KS_AK_DECL_REF && n->decl == r->local)
+    return r->local_value;
   if (n->kind != KS_AK_SUBSCRIPT && n->kind != KS_AK_DECL_REF && n->kind != KS_AK_UNARY)
     return NULL;
   return !strcmp(ks_inv_squeezed(r->arena, r->in, n), r->text) ? r->value : NULL;
 }
 
+static const int lut_choices[] = {256, 1024, 4096};
+
 static int apply_lookup_table(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
                               ks_rule_result *out) {
-  (void)param;
   memset(out, 0, sizeof *out);
   const ks_anode *body = in->ast->body;
   if (!body || body->begin < in->variant_offset)
@@ -265,12 +353,21 @@ static int apply_lookup_table(ks_ctx *ctx, const ks_rule_input *in, int param, k
   if (!uses.len)
     return ks_rt_not_applicable(arena, out, "%s",
                                 fs.why      ? ks_arena_printf(arena, "no table: %s", fs.why)
-                                : fs.saw_math ? "no math call in a loop is a function of one 8-bit "
-                                                "value"
+                                : fs.saw_math ? "no math call in a loop is a function of one "
+                                                "integer value"
                                               : "no math function is called inside a loop");
+  unsigned n = param > 0 ? (unsigned)param : 256;
+  bool any_wide = false;
   size_t bytes = 0;
-  for (size_t i = 0; i < tabs.len; i++)
-    bytes += 256 * (strcmp(value_type(tabs.items[i].expr), "double") ? 4 : 8);
+  for (size_t i = 0; i < tabs.len; i++) {
+    any_wide |= tabs.items[i].wide;
+    bytes += (tabs.items[i].wide ? n : 256) * (strcmp(value_type(tabs.items[i].expr), "double")
+                                                   ? 4 : 8);
+  }
+  if (!any_wide && n != 256)
+    return ks_rt_not_applicable(arena, out, "its tables are of 8-bit values, 256 entries each; "
+                                            "%u entries are for wider integers",
+                                n);
   if (bytes > 16384)
     return ks_rt_not_applicable(arena, out, "its %zu tables would take %zu bytes of shared memory",
                                 tabs.len, bytes);
@@ -282,45 +379,87 @@ static int apply_lookup_table(ks_ctx *ctx, const ks_rule_input *in, int param, k
   ks_buf b = KS_BUF_INIT;
   const char *t = ks_rt_fresh(arena, src, "ks_t");
   const char *bv = ks_rt_fresh(arena, src, "ks_b");
-  ks_buf_addf(&b, "\n%s// lookup_table: %zu table%s of 256 entries, filled by the block\n", ind,
-              tabs.len, tabs.len == 1 ? "" : "s");
+  unsigned most = any_wide ? n : 256;
+  ks_buf_addf(&b, "\n%s// lookup_table: %zu table%s, filled by the block\n", ind, tabs.len,
+              tabs.len == 1 ? "" : "s");
   for (size_t i = 0; i < tabs.len; i++) {
     table *tab = &tabs.items[i];
     tab->name = ks_rt_fresh(arena, names, "ks_lut");
     names = ks_arena_printf(arena, "%s %s", names, tab->name);
-    ks_buf_addf(&b, "%s__shared__ %s %s[256];\n", ind, value_type(tab->expr), tab->name);
+    ks_buf_addf(&b, "%s__shared__ %s %s[%u];\n", ind, value_type(tab->expr), tab->name,
+                tab->wide ? n : 256);
   }
   ks_buf_addf(&b,
               "%sfor (int %s = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); "
-              "%s < 256;\n%s     %s += blockDim.x * blockDim.y * blockDim.z) {\n",
-              ind, t, t, ind, t);
+              "%s < %u;\n%s     %s += blockDim.x * blockDim.y * blockDim.z) {\n",
+              ind, t, t, most, ind, t);
   for (size_t i = 0; i < tabs.len; i++) {
     table *tab = &tabs.items[i];
-    const char *btype = unqualified(tab->byte->canon_type ? tab->byte->canon_type : tab->byte->type);
-    entry_render r = {tab->byte, ks_inv_squeezed(arena, in, tab->byte), in, arena, bv};
-    const char *entry = ks_rt_render_str(arena, in->unit, tab->expr, replace_byte, &r);
-    ks_buf_addf(&b, "%s%s{\n%s%s%sconst %s %s = (%s)%s;\n%s%s%s%s[%s] = %s;\n%s%s}\n", ind, ind, ind,
-                ind, ind, btype, bv, btype, t, ind, ind, ind, tab->name, t, entry, ind, ind);
+    const char *ktype = unqualified(type_of(tab->key));
+    entry_render r = {ks_inv_squeezed(arena, in, tab->key), NULL, NULL, in, arena, bv};
+    if (tab->local) {
+      const char *init = ks_rt_render_str(arena, in->unit, ks_rt_var_init(tab->local), replace_key,
+                                          &r);
+      r.local = tab->local;
+      r.local_value = ks_arena_printf(arena, "((%s)(%s))", unqualified(type_of(tab->local)), init);
+    }
+    const char *entry = ks_rt_render_str(arena, in->unit, tab->expr, replace_key, &r);
+    const char *open = !tab->wide && most != 256 ? ks_arena_printf(arena, "if (%s < 256) ", t) : "";
+    ks_buf_addf(&b, "%s%s%s{\n%s%s%sconst %s %s = (%s)%s;\n%s%s%s%s[%s] = %s;\n%s%s}\n", ind, ind,
+                open, ind, ind, ind, ktype, bv, ktype, t, ind, ind, ind, tab->name, t, entry, ind,
+                ind);
   }
   ks_buf_addf(&b, "%s}\n%s__syncthreads();\n", ind, ind);
   ks_edits e = {0};
   ks_edits_add(arena, &e, ks_rt_src_at(in, body->begin + 1), ks_rt_src_at(in, body->begin + 1),
                ks_arena_strdup(arena, b.data));
   ks_buf_release(&b);
+
+  /* A key read through a local is kept beside the local's declaration,
+   * once per local, for the lookups. */
+  const ks_anode **kept_for = ks_arena_alloc(arena, (tabs.len + 1) * sizeof *kept_for);
+  const char **kept = ks_arena_alloc(arena, (tabs.len + 1) * sizeof *kept);
+  size_t nkept = 0;
   for (size_t i = 0; i < uses.len; i++) {
     const found *f = &uses.items[i];
+    const char *key = ks_rt_text_of(arena, in, f->key);
+    if (f->tab->local) {
+      size_t k = 0;
+      while (k < nkept && kept_for[k] != f->tab->local)
+        k++;
+      if (k == nkept) {
+        const ks_anode *stmt = f->tab->local->parent;
+        kept_for[k] = f->tab->local;
+        kept[k] = ks_rt_fresh(arena, names, "ks_key");
+        names = ks_arena_printf(arena, "%s %s", names, kept[k]);
+        const char *ktype = unqualified(type_of(f->key));
+        unsigned end = ks_rt_stmt_end(in->unit, stmt);
+        ks_edits_add(arena, &e, ks_rt_src_at(in, end), ks_rt_src_at(in, end),
+                     ks_arena_printf(arena, "\n%sconst %s %s = %s;",
+                                     ks_rt_line_indent(arena, in->unit, stmt->begin), ktype,
+                                     kept[k], key));
+        nkept++;
+      }
+      key = kept[k];
+    }
+    const char *look =
+        f->tab->wide
+            ? ks_arena_printf(arena, "((unsigned long long)(%s) < %u ? %s[%s] : (%s))", key, n,
+                              f->tab->name, key, ks_rt_text_of(arena, in, f->expr))
+            : ks_arena_printf(arena, "%s[(unsigned char)(%s)]", f->tab->name, key);
     ks_edits_add(arena, &e, ks_rt_src_at(in, f->expr->begin), ks_rt_src_at(in, f->expr->end),
-                 ks_arena_printf(arena, "%s[(unsigned char)(%s)]", f->tab->name,
-                                 ks_rt_text_of(arena, in, f->byte)));
+                 look);
   }
-  return ks_rt_finish(ctx, in, arena, &e, ks_arena_printf(arena, "lookup_table=%zu", tabs.len), out);
+  return ks_rt_finish(ctx, in, arena, &e,
+                      ks_arena_printf(arena, "lookup_table=%u", any_wide ? n : 256), out);
 }
 
 const ks_rule ks_rule_lookup_table = {
     "lookup_table",
-    "a pure math expression of one 8-bit value (a byte or char read in a loop) replaced by a "
-    "256-entry table in shared memory that each block fills once",
+    "a pure math expression of one integer value read in a loop (a byte, a char, a count) "
+    "replaced by a table in shared memory that each block fills once: 256 entries for 8-bit "
+    "values, else N entries (param) for [0, N) with other values computed as written",
     false,
-    NULL,
-    0,
+    lut_choices,
+    sizeof lut_choices / sizeof *lut_choices,
     apply_lookup_table};

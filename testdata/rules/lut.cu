@@ -111,6 +111,60 @@ __global__ void log_once(const unsigned char *b, float *y, int n) {
   if (i < n) y[i] = logf(1.0f + b[i]);
 }
 
+/* Wider integers, looked up in [0, N) and computed as written elsewhere. */
+
+/* The entropy of a 16-bin histogram over a 5x5 window, the way image
+ * code writes it: counts in a local array, p through a local, log2f per bin.
+ * A count lies in 0..25 (the table's keys), p = count / 25. */
+/* kernelsmith:
+ *   size timed: width = 2048, height = 2048
+ *   size odd:   width = 37, height = 29
+ *   in  img[width * height] int(0, 255)
+ *   out ent[width * height] tol(atol = 1e-5, rtol = 1e-5)
+ *   launch grid = dim3(ceil_div(width, 16), ceil_div(height, 16)), block = dim3(16, 16)
+ */
+__global__ void window_hist_entropy(const unsigned char *img, float *ent, int width, int height)
+{
+    int x, y, dx, dy, k;
+    int count[16];
+    float e;
+
+    x = blockIdx.x * blockDim.x + threadIdx.x;
+    y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height)
+        return;
+    for (k = 0; k < 16; k++)
+        count[k] = 0;
+    for (dy = -W_RADIUS; dy <= W_RADIUS; dy++)
+        for (dx = -W_RADIUS; dx <= W_RADIUS; dx++) {
+            int xx = min(max(x + dx, 0), width - 1);
+            int yy = min(max(y + dy, 0), height - 1);
+            count[img[yy * width + xx] >> 4]++;
+        }
+    e = 0.0f;
+    for (k = 0; k < 16; k++)
+        if (count[k] > 0) {
+            float p = count[k] / 25.0f;
+            e -= p * log2f(p);
+        }
+    ent[y * width + x] = e;
+}
+
+/* Weights that halve every `half_life` steps of an age kept in shorts; an
+ * age of any short value is taken (negative ones too: computed as written). */
+/* kernelsmith:
+ *   size timed: n = 1 << 22
+ *   size odd:   n = 1001
+ *   in  age[n] int(0, 900)
+ *   out w[n]
+ *   scalar half_life = 64
+ *   launch grid = 512, block = 256
+ */
+__global__ void decay_weights(const short *age, float *w, float half_life, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    w[i] = exp2f(-(float)age[i] / half_life);
+}
+
 #ifndef KS_CPU_EMU
 void run_all(const unsigned char *img, const signed char *seq, const float *x, float *f, int w,
              int h, int n, int k) {
@@ -122,5 +176,7 @@ void run_all(const unsigned char *img, const signed char *seq, const float *x, f
   log_floats<<<(n + 127) / 128, 128>>>(x, f, n, k);
   log_per_thread<<<(n + 127) / 128, 128>>>(img, f, n, k);
   log_once<<<(n + 255) / 256, 256>>>(img, f, n);
+  window_hist_entropy<<<dim3((w + 15) / 16, (h + 15) / 16), dim3(16, 16)>>>(img, f, w, h);
+  decay_weights<<<512, 256>>>((const short *)x, f, 64.0f, n);
 }
 #endif

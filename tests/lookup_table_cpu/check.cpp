@@ -8,6 +8,8 @@
 #include "emu.h"
 using std::max;
 using std::min;
+using std::exp2f;
+using std::log2f;
 #include LUT_CU
 #include VARIANTS
 
@@ -47,6 +49,26 @@ int main() {
     launch(g, b, [&] { window_softscore(seq.data(), s1.data(), n, k); });
     launch(g, b, [&] { window_softscore_ks_variant(seq.data(), s2.data(), n, k); });
     bad |= same("window_softscore 333", s1, s2);
+  }
+  { // a histogram's entropy over a 5x5 window: counts 0..25 from the table
+    const int w = 37, h = 29;
+    std::vector<unsigned char> img(w * h);
+    bytes(img, 3);
+    std::vector<float> e1(w * h), e2(w * h);
+    dim3 g((w + 15) / 16, (h + 15) / 16), b(16, 16);
+    launch(g, b, [&] { window_hist_entropy(img.data(), e1.data(), w, h); });
+    launch(g, b, [&] { window_hist_entropy_ks_variant(img.data(), e2.data(), w, h); });
+    bad |= same("window_hist_entropy 37x29", e1, e2);
+  }
+  { // shorts in and out of the table's [0, 256): negative, inside, beyond
+    const int n = 1001;
+    std::vector<short> age(n);
+    for (int i = 0; i < n; i++) age[i] = (short)((i * 37) % 1500 - 300);
+    age[0] = -32768; age[1] = 32767; age[2] = 255; age[3] = 256;
+    std::vector<float> o1(n), o2(n);
+    launch(dim3(3), dim3(64), [&] { decay_weights(age.data(), o1.data(), 64.0f, n); });
+    launch(dim3(3), dim3(64), [&] { decay_weights_ks_variant(age.data(), o2.data(), 64.0f, n); });
+    bad |= same("decay_weights 1001", o1, o2);
   }
   return bad;
 }
