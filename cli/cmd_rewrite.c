@@ -137,7 +137,7 @@ static int apply_step(ks_ctx *ctx, const ks_rule_input *in, const rule_step *s, 
                       ks_rule_result *out, const char **reason) {
   *reason = NULL;
   if (s->has_param || !s->rule->nchoices) {
-    if (s->rule->apply(ctx, in, s->has_param ? s->param : 0, arena, out))
+    if (ks_rule_apply(ctx, s->rule, in, s->has_param ? s->param : 0, arena, out))
       return -1;
     if (!out->applied)
       *reason = out->reason ? out->reason : "(no reason given)";
@@ -146,7 +146,7 @@ static int apply_step(ks_ctx *ctx, const ks_rule_input *in, const rule_step *s, 
   const char **reasons = ks_arena_alloc(arena, s->rule->nchoices * sizeof *reasons);
   for (size_t i = 0; i < s->rule->nchoices; i++) {
     memset(out, 0, sizeof *out);
-    if (s->rule->apply(ctx, in, s->rule->choices[i], arena, out))
+    if (ks_rule_apply(ctx, s->rule, in, s->rule->choices[i], arena, out))
       return -1;
     if (out->applied)
       return 0;

@@ -188,6 +188,13 @@ void ks_rule_require(ks_arena *arena, ks_variant *child, const char *guard);
  * intermediate is prepared once per parent and first rule (in->memo). */
 int ks_rule_then(ks_ctx *ctx, const ks_rule_input *in, const ks_rule *first, int first_param,
                  const ks_rule *second, int param, ks_arena *arena, ks_rule_result *out);
+/* rule->apply, and where the rule refuses a kernel whose indices are
+ * declared before they are set (C89: int i, j; ... j = blockIdx.x * ...),
+ * the rule once more after declare_index has declared them where they are
+ * set (ks_rule_then; the technique names the rule alone). What the search
+ * and `rewrite` call; the reason is the refusal of the kernel as written. */
+int ks_rule_apply(ks_ctx *ctx, const ks_rule *rule, const ks_rule_input *in, int param,
+                  ks_arena *arena, ks_rule_result *out);
 /* Evaluates a policy or guard expression at the timed size: the policy
  * variables (grid_x.., block_x.., smem) are the original launch there, the
  * scalar parameters their values, len_<param> the buffers' lengths. Fails

@@ -147,7 +147,7 @@ static int rules_propose(void *self, ks_ctx *ctx, const ks_node *parent,
     const step *st = &steps.items[i];
     ks_rule_result res;
     memset(&res, 0, sizeof res);
-    if (st->rule->apply(ctx, &p->in, st->param, arena, &res)) {
+    if (ks_rule_apply(ctx, st->rule, &p->in, st->param, arena, &res)) {
       ks_arena_release(&scratch);
       return -1;
     }

@@ -46,5 +46,8 @@ extern const ks_rule ks_rule_stream_y;
 extern const ks_rule ks_rule_tile_mma;
 /* rules_lut.c (the loop reading of rules_invariant.c) */
 extern const ks_rule ks_rule_lookup_table;
+/* rules_declare.c: no rule of the search; ks_rule_apply runs a rule after
+ * it where the rule refused the kernel as written */
+extern const ks_rule ks_rule_declare_index;
 
 #endif

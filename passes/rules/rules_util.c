@@ -11,6 +11,7 @@
 #include "ks_buf.h"
 #include "ks_ctext.h"
 #include "ks_judge.h"
+#include "rules_int.h"
 #include "ks_variant_file.h"
 
 /* ---- the seed and the prepared input ------------------------------------ */
@@ -189,7 +190,25 @@ int ks_rule_then(ks_ctx *ctx, const ks_rule_input *in, const ks_rule *first, int
   const char *t2 = out->technique ? out->technique
                    : second->nchoices ? ks_arena_printf(arena, "%s=%d", second->name, param)
                                       : second->name;
-  out->technique = ks_arena_printf(arena, "%s > %s", t1, t2);
+  /* A first step that changes no performance (declare_index) is no
+   * technique of its own. */
+  out->technique = *t1 ? ks_arena_printf(arena, "%s > %s", t1, t2) : t2;
+  return 0;
+}
+
+int ks_rule_apply(ks_ctx *ctx, const ks_rule *rule, const ks_rule_input *in, int param,
+                  ks_arena *arena, ks_rule_result *out) {
+  if (rule->apply(ctx, in, param, arena, out))
+    return -1;
+  if (out->applied || in->composed || !in->target || !in->memo || rule == &ks_rule_declare_index)
+    return 0;
+  /* Refused as written: once more with C89 indices declared where they
+   * are set (int i, j; ... j = blockIdx.x * ...), which the rules read. */
+  ks_rule_result both;
+  if (ks_rule_then(ctx, in, &ks_rule_declare_index, 0, rule, param, arena, &both))
+    return -1;
+  if (both.applied)
+    *out = both;
   return 0;
 }
 
