@@ -34,11 +34,11 @@ fi
 if [ "${KS_E2E_TUNE:-0}" = 1 ]; then
   # bench/tune instead: `tune` on the programs with their specs stripped,
   # compared with the step-by-step path's JSON KS_TUNE_COMPARE.
-  KS_BIN=$ks/bin/kernelsmith-cc timeout "${KS_E2E_LIMIT:-3000}" python3 bench/tune/tune.py --results "$dest" \
+  KS_BIN=$ks/bin/kernelsmith-cc timeout "${KS_E2E_LIMIT:-3000}" python3 -u bench/tune/tune.py --results "$dest" \
     --work "$logs/e2e" --seconds "${KS_E2E_SECONDS:-20}" --sets "${KS_E2E_SETS:-apps}" \
     --only "${KS_E2E_ONLY:-}" ${KS_TUNE_COMPARE:+--compare "$KS_TUNE_COMPARE"} 2>&1 | tee "$logs/tune.txt"
 else
-KS_BIN=$ks/bin/kernelsmith-cc timeout "${KS_E2E_LIMIT:-3000}" python3 bench/e2e/e2e.py --results "$dest" --work "$logs/e2e" \
+KS_BIN=$ks/bin/kernelsmith-cc timeout "${KS_E2E_LIMIT:-3000}" python3 -u bench/e2e/e2e.py --results "$dest" --work "$logs/e2e" \
   --seconds "${KS_E2E_SECONDS:-20}" --sets "${KS_E2E_SETS:-legacy,polybench}" \
   --only "${KS_E2E_ONLY:-}" --polybench "${KS_POLYBENCH:-.ext/polybench}" 2>&1 | tee "$logs/e2e.txt"
 fi
