@@ -195,12 +195,8 @@ static int judge_variant(ks_ctx *ctx, ks_arena *a, ks_source_args *src, const ks
   w.have_spec = true;
   w.name = w.k->qualified_name;
   w.variant_name = ks_arena_printf(a, "%s_ks", w.k->name);
-  ks_ctx quiet;
-  ks_ctx_init(&quiet, ctx->prog);
-  if (ks_footprints_from_unit(&quiet, "slice.cu", target.slice.source, w.k->qualified_name, a,
-                              &w.footprints))
-    w.footprints = (ks_footprints){0};
-  ks_ctx_release(&quiet);
+  w.footprints =
+      ks_footprints_or_none(ctx->prog, "slice.cu", target.slice.source, w.k->qualified_name, a);
   *arch = judge.device.cc_major * 10 + judge.device.cc_minor;
   w.speedup = e.speedup;
   w.techniques = ks_variant_techniques(a, &w.variant);

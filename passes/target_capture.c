@@ -340,9 +340,10 @@ static unsigned long long changed_elements(const unsigned char *x, const unsigne
  * buffer the launch changed, the elements it changed (the snapshots before
  * and after say which); each buffer it left alone, read once over the
  * lengths its parameters are known to have (the spec's, or those inferred
- * from the scalars or from the extent the kernel's code proves). A buffer whose length nothing says is not counted:
- * the allocation may be far larger than what the launch touches, and an
- * overstated floor would call honest variants SUSPICIOUS. */
+ * from the scalars or from the extent the kernel's code proves). A buffer
+ * whose length nothing says is not counted: the allocation may be far
+ * larger than what the launch touches, and an overstated floor would call
+ * honest variants SUSPICIOUS. */
 static int capture_bytes_min(ks_ctx *ctx, ks_capture *cap, const ks_capture_launch *l,
                              const ptype *types, ks_workload *w) {
   unsigned long long total = 0;
@@ -539,15 +540,9 @@ int ks_target_add_captures(ks_ctx *ctx, ks_target *t, ks_capture *cap, const cha
                           ? spec_length(&t->spec, k, &works[w], k->params.items[pi].name)
                           : -1;
       if (len < 0 && !tried) {
-        if (!have_fps && t->slice.source) {
-          ks_ctx quiet; /* footprints only help: a slice they cannot read adds none */
-          ks_ctx_init(&quiet, ctx->prog);
-          if (ks_footprints_from_unit(&quiet, "slice.cu", t->slice.source, k->qualified_name, a,
-                                      &fps))
-            fps = (ks_footprints){0};
-          ks_ctx_release(&quiet);
-          have_fps = true;
-        }
+        if (!have_fps && t->slice.source)
+          fps = ks_footprints_or_none(ctx->prog, "slice.cu", t->slice.source, k->qualified_name, a);
+        have_fps = true;
         const char *extent = pi < fps.len ? fps.items[pi].extent : NULL;
         inferred = infer_length(a, k, types, pi, extent, ls, works, nw);
         tried = true;

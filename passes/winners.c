@@ -128,14 +128,9 @@ static void resolve(ks_ctx *ctx, const ks_winners_query *q, const ks_kernel_row 
   }
   w->have_spec = true;
   /* Footprints only help: a slice that does not parse leaves them out. */
-  if (row->slice) {
-    ks_ctx quiet;
-    ks_ctx_init(&quiet, ctx->prog);
-    if (ks_footprints_from_unit(&quiet, ks_arena_printf(a, "%s.slice.cu", w->variant_name),
-                                row->slice, row->name, a, &w->footprints))
-      w->footprints = (ks_footprints){0};
-    ks_ctx_release(&quiet);
-  }
+  if (row->slice)
+    w->footprints = ks_footprints_or_none(
+        ctx->prog, ks_arena_printf(a, "%s.slice.cu", w->variant_name), row->slice, row->name, a);
 }
 
 static int load_kernel(ks_ctx *ctx, ks_store *store, const ks_winners_query *q,

@@ -730,3 +730,14 @@ int ks_footprints_from_unit(ks_ctx *ctx, const char *path, const char *unit, con
     return -1;
   return ks_footprints_of(ctx, &k, arena, out);
 }
+
+ks_footprints ks_footprints_or_none(const char *prog, const char *path, const char *unit,
+                                    const char *name, ks_arena *arena) {
+  ks_footprints fps = {0};
+  ks_ctx quiet;
+  ks_ctx_init(&quiet, prog);
+  if (ks_footprints_from_unit(&quiet, path, unit, name, arena, &fps))
+    fps = (ks_footprints){0};
+  ks_ctx_release(&quiet);
+  return fps;
+}

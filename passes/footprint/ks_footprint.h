@@ -65,5 +65,10 @@ int ks_footprints_of(ks_ctx *ctx, const ks_kast *kast, ks_arena *arena, ks_footp
  * messages. Fails when the unit does not parse. */
 int ks_footprints_from_unit(ks_ctx *ctx, const char *path, const char *unit, const char *name,
                             ks_arena *arena, ks_footprints *out);
+/* The same where footprints only help (a guard's lengths, a captured
+ * launch's bytes): a unit that does not parse gives none, and says
+ * nothing. `prog` names the tool in the messages it drops. */
+ks_footprints ks_footprints_or_none(const char *prog, const char *path, const char *unit,
+                                    const char *name, ks_arena *arena);
 
 #endif

@@ -58,22 +58,6 @@ static const ks_anode *assignment_of(const ks_anode *stmt, const ks_anode *v) {
   return e;
 }
 
-/* The statements of the body that assign `v`, increment it or take its
- * address. */
-static unsigned writes_to(ks_arena *arena, const ks_anode *body, const ks_anode *v) {
-  unsigned n = 0;
-  ks_rt_nodes all = ks_rt_collect(arena, body);
-  for (size_t i = 0; i < all.len; i++) {
-    const ks_anode *x = all.items[i];
-    bool write = (x->kind == KS_AK_BINARY && x->op && !strcmp(x->op, "=")) ||
-                 x->kind == KS_AK_COMPOUND_ASSIGN ||
-                 (x->kind == KS_AK_UNARY && x->op &&
-                  (!strcmp(x->op, "++") || !strcmp(x->op, "--") || !strcmp(x->op, "&")));
-    n += write && x->nkids && ks_rt_refers_to(x->kids[0], v);
-  }
-  return n;
-}
-
 /* Reads a thread or block index: the value differs between threads. */
 static bool reads_thread_index(ks_arena *arena, const ks_rule_input *in, const ks_anode *e) {
   const char *t = ks_rt_text_of(arena, in, e);
@@ -106,8 +90,11 @@ static int apply_declare_index(ks_ctx *ctx, const ks_rule_input *in, int param, 
             break; /* read (or written some other way) before it is set */
           continue;
         }
-        if (ks_rt_count_refs(arena, set->kids[1], v) || writes_to(arena, body, v) != 1 ||
-            !reads_thread_index(arena, in, set->kids[1]))
+        /* set once: nothing after it writes v (nothing before names it) */
+        bool again = ks_rt_count_refs(arena, set->kids[1], v) > 0;
+        for (size_t u = t + 1; u < body->nkids && !again; u++)
+          again = ks_rt_modified(body->kids[u], v);
+        if (again || !reads_thread_index(arena, in, set->kids[1]))
           break;
         ks_edits_add(arena, &e, ks_rt_src_at(in, st->begin), ks_rt_src_at(in, st->begin),
                      ks_arena_printf(arena, "%s ", v->type));

@@ -380,6 +380,20 @@ static const char *read_loop(const ks_smem_rewrite *w, const ks_smem_facts *f, k
   return NULL;
 }
 
+const char *ks_mm_read(const ks_rule_input *in, ks_arena *arena, ks_smem_rewrite *w,
+                       ks_smem_facts *f, ks_mm_plan *p) {
+  const char *why = ks_smem_refusal(in, arena, w, f);
+  if (why)
+    return why;
+  if (f->bounds_attr)
+    return "has __launch_bounds__ (the block changes)";
+  if ((why = ks_mm_match(w, f, p)))
+    return why;
+  if (!p->py->pointee || !p->px->pointee)
+    return "the element type of an operand is unknown";
+  return NULL;
+}
+
 const char *ks_mm_match(const ks_smem_rewrite *w, const ks_smem_facts *f, ks_mm_plan *p) {
   const ks_anode *body = w->in->ast->body;
   ks_arena *arena = w->arena;
@@ -935,15 +949,9 @@ static int fast_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   ks_mm_plan p = {.tile = bm, .regs = ry, .rows = rows, .xregs = rx, .cols = cols};
   ks_smem_rewrite w;
   ks_smem_facts f;
-  const char *why = ks_smem_refusal(in, arena, &w, &f);
+  const char *why = ks_mm_read(in, arena, &w, &f, &p);
   if (why)
     return ks_smem_no(out, arena, "%s", why);
-  if (f.bounds_attr)
-    return ks_smem_no(out, arena, "has __launch_bounds__ (the block changes)");
-  if ((why = ks_mm_match(&w, &f, &p)))
-    return ks_smem_no(out, arena, "%s", why);
-  if (!p.py->pointee || !p.px->pointee)
-    return ks_smem_no(out, arena, "the element type of an operand is unknown");
   const char *ey = ks_smem_unqualified(arena, p.py->pointee);
   const char *ex = ks_smem_unqualified(arena, p.px->pointee);
   bool named_y = false, named_x = false;
@@ -1127,15 +1135,9 @@ static int tile_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena 
   p.cols = p.tile / p.xregs;
   ks_smem_rewrite w;
   ks_smem_facts f;
-  const char *why = ks_smem_refusal(in, arena, &w, &f);
+  const char *why = ks_mm_read(in, arena, &w, &f, &p);
   if (why)
     return ks_smem_no(out, arena, "%s", why);
-  if (f.bounds_attr)
-    return ks_smem_no(out, arena, "has __launch_bounds__ (the block changes)");
-  if ((why = ks_mm_match(&w, &f, &p)))
-    return ks_smem_no(out, arena, "%s", why);
-  if (!p.py->pointee || !p.px->pointee)
-    return ks_smem_no(out, arena, "the element type of an operand is unknown");
   const char *ey = ks_smem_unqualified(arena, p.py->pointee);
   const char *ex = ks_smem_unqualified(arena, p.px->pointee);
   const char *acc_type;

@@ -47,6 +47,12 @@ typedef struct ks_mm_plan {
 /* Reads the pattern into *p (tile, regs, xregs... as the caller set them
  * are kept); NULL, or the one-line reason it does not apply. */
 const char *ks_mm_match(const ks_smem_rewrite *w, const ks_smem_facts *f, ks_mm_plan *p);
+/* What every writer of the pattern reads first: the shared-memory rules'
+ * facts (*w, *f; a kernel they refuse is refused), no __launch_bounds__
+ * (the block changes), ks_mm_match, and both operands' element types;
+ * NULL, or the one-line reason. */
+const char *ks_mm_read(const ks_rule_input *in, ks_arena *arena, ks_smem_rewrite *w,
+                       ks_smem_facts *f, ks_mm_plan *p);
 
 /* The user's body, once per output: phase 0 the prologue (everything up
  * to the loop, which becomes `slot = ACC;`), phase 1 the epilogue

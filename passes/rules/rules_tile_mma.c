@@ -372,20 +372,14 @@ static int mma_apply(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *
                       "parameter %d is not BM * 10^5 + BN * 100 + W (BM and BN 32, 64 or 128, W "
                       "4 or 8 warps, each warp's tile a multiple of 16 x 16)",
                       param);
-  ks_smem_rewrite w;
-  ks_smem_facts f;
-  const char *why = ks_smem_refusal(in, arena, &w, &f);
-  if (why)
-    return ks_smem_no(out, arena, "%s", why);
-  if (f.bounds_attr)
-    return ks_smem_no(out, arena, "has __launch_bounds__ (the block changes)");
   /* tile, regs and the rest are tile_matmul's; the text below is ours. */
   ks_mm_plan p = {.tile = s.bm, .regs = 1, .rows = s.bm, .xregs = 1, .cols = s.bn,
                   .conversions = true};
-  if ((why = ks_mm_match(&w, &f, &p)))
+  ks_smem_rewrite w;
+  ks_smem_facts f;
+  const char *why = ks_mm_read(in, arena, &w, &f, &p);
+  if (why)
     return ks_smem_no(out, arena, "%s", why);
-  if (!p.py->pointee || !p.px->pointee)
-    return ks_smem_no(out, arena, "the element type of an operand is unknown");
   mma_types t;
   if ((why = read_types(arena, in, &p, &t)))
     return ks_smem_no(out, arena, "%s", why);

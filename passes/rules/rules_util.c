@@ -200,7 +200,7 @@ int ks_rule_apply(ks_ctx *ctx, const ks_rule *rule, const ks_rule_input *in, int
                   ks_arena *arena, ks_rule_result *out) {
   if (rule->apply(ctx, in, param, arena, out))
     return -1;
-  if (out->applied || in->composed || !in->target || !in->memo || rule == &ks_rule_declare_index)
+  if (out->applied || in->composed || !in->target || !in->memo)
     return 0;
   /* Refused as written: once more with C89 indices declared where they
    * are set (int i, j; ... j = blockIdx.x * ...), which the rules read. */

@@ -37,6 +37,19 @@ __global__ void set_twice(int n, const float *x, float *y)
         y[i] = 2.0f * x[i];
 }
 
+/* Set again after the index statement: it stays. */
+__global__ void set_again(int n, const float *x, float *y)
+{
+    int i;
+
+    i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = 2.0f * x[i];
+    i += n;
+    if (i < 2 * n)
+        y[i - n] += 1.0f;
+}
+
 /* Read before it is set: it stays. */
 __global__ void read_first(int n, const float *x, float *y)
 {
@@ -53,5 +66,6 @@ void run_declare(int n, float *x, float *y)
     c89_saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
     c89_rowscale<<<(n + 255) / 256, 256>>>(n, 8, x, y);
     set_twice<<<(n + 255) / 256, 256>>>(n, x, y);
+    set_again<<<(n + 255) / 256, 256>>>(n, x, y);
     read_first<<<(n + 255) / 256, 256>>>(n, x, y);
 }
