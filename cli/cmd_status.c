@@ -14,8 +14,8 @@ static const char usage[] =
     "usage: kernelsmith-cc status [options]\n"
     "\n"
     "Shows what the results store holds: every run (when, status, strategy,\n"
-    "seed, device, evaluations; with several workers, how many each judged),\n"
-    "and for one run each kernel's baseline time,\n"
+    "seed, device, evaluations; with several workers or MPI ranks, how many\n"
+    "each judged, and where), and for one run each kernel's baseline time,\n"
     "its best verified variant, the speedup and the technique chain. It only\n"
     "reads, so it can watch a run in progress.\n"
     "\n"
@@ -50,6 +50,30 @@ static void summarize(const ks_variant_rows *vars, const ks_winners *ws, kernel_
   for (size_t i = 0; i < ws->items.len; i++)
     if (ws->items.items[i].kernel_id == s->row->id)
       s->best = &ws->items.items[i];
+}
+
+/* Whether ranks of an --mpi run judged some of the evaluations. */
+static bool any_host(const ks_eval_worker_counts *w) {
+  for (size_t i = 0; i < w->len; i++)
+    if (w->items[i].host)
+      return true;
+  return false;
+}
+
+/* Who judged an --mpi run: one line per rank, host, device and worker. A
+ * row without a host is what the run judged without --mpi (a resume may
+ * mix both). */
+static void print_ranks(const ks_eval_worker_counts *w) {
+  printf("      judged by:\n");
+  for (size_t i = 0; i < w->len; i++) {
+    const ks_eval_worker_count *c = &w->items[i];
+    if (c->host)
+      printf("        rank %d on %s", c->rank, c->host);
+    else
+      printf("        without --mpi");
+    printf(": device %d, worker %d: %lld evaluation%s\n", c->device, c->worker, c->evaluations,
+           c->evaluations == 1 ? "" : "s");
+  }
 }
 
 static int run(ks_ctx *ctx, int argc, char **argv) {
@@ -159,6 +183,12 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
         cJSON *w = cJSON_AddArrayToObject(j, "workers");
         for (size_t k = 0; k < workers.len; k++) {
           cJSON *o = cJSON_CreateObject();
+          /* rank and host only when known (--mpi), so that the JSON of a
+           * run without MPI stays as it was */
+          if (workers.items[k].host) {
+            cJSON_AddNumberToObject(o, "rank", workers.items[k].rank);
+            cJSON_AddStringToObject(o, "host", workers.items[k].host);
+          }
           cJSON_AddNumberToObject(o, "worker", workers.items[k].worker);
           cJSON_AddNumberToObject(o, "device", workers.items[k].device);
           cJSON_AddNumberToObject(o, "evaluations", (double)workers.items[k].evaluations);
@@ -181,8 +211,12 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
       if (llm.calls)
         printf("      model: %lld calls, %lld+%lld tokens, $%.4f, %.0f s\n", llm.calls,
                llm.prompt_tokens, llm.response_tokens, llm.cost, llm.seconds);
-      /* Who judged: shown when several workers did (--devices). */
-      if (workers.len > 1) {
+      /* Who judged: shown when several workers did (--devices), or when
+       * ranks of an --mpi run did, one line each, since hosts and ranks
+       * make lines too long for one. */
+      if (any_host(&workers))
+        print_ranks(&workers);
+      else if (workers.len > 1) {
         printf("      judged by");
         for (size_t k = 0; k < workers.len; k++)
           printf("%s worker %d (device %d): %lld", k ? "," : "", workers.items[k].worker,

@@ -55,7 +55,7 @@ void ks_store_close(ks_store *s);
 const char *ks_store_path(const ks_store *s);
 
 /* The schema version this code writes (PRAGMA user_version; docs/store.md). */
-enum { KS_STORE_SCHEMA_VERSION = 5 };
+enum { KS_STORE_SCHEMA_VERSION = 6 };
 
 /* Checks the whole file: SQLite's integrity check, every foreign key, and
  * every evaluation's JSON parsing. *problem is NULL when all is well, else
@@ -189,7 +189,8 @@ int ks_store_variants(ks_ctx *ctx, ks_store *s, long long kernel, ks_arena *a,
 /* Records the judge's verdict for a variant (variant 0: the baseline of
  * `kernel`), every field of ks_eval: the main ones as columns, the whole
  * (with per-size reports) as JSON, the device and worker that judged it
- * in eval_devices. The compile log is not stored (it can
+ * in eval_devices, and (host not NULL: --mpi) its rank and host in
+ * eval_ranks. The compile log is not stored (it can
  * quote the user's source; it goes to the terminal only). */
 int ks_store_eval_put(ks_ctx *ctx, ks_store *s, long long kernel, long long variant,
                       const ks_eval *e);
@@ -207,10 +208,14 @@ int ks_store_eval_get(ks_ctx *ctx, ks_store *s, long long kernel, long long vari
  * (baselines are not counted). */
 int ks_store_eval_count(ks_ctx *ctx, ks_store *s, long long run, long long *out);
 /* Who judged a run's evaluations of variants (schema 5; ks_eval.device and
- * .worker, recorded by ks_store_eval_put): one row per worker, in worker
- * order. Empty for a store before schema 5 and for evaluations written by
- * an older kernelsmith-cc. */
+ * .worker, and from schema 6 .rank and .host, recorded by
+ * ks_store_eval_put): one row per rank, host, worker and device, in that
+ * order (rank 0 with no host first). Empty for a store before schema 5 and
+ * for evaluations written by an older kernelsmith-cc; rank 0 and host NULL
+ * for an evaluation not made by --mpi (or in a store before schema 6). */
 typedef struct ks_eval_worker_count {
+  int rank;         /* the MPI rank; 0 without --mpi */
+  const char *host; /* its host name (in the arena); NULL: not an --mpi run */
   int worker, device;
   long long evaluations;
 } ks_eval_worker_count;

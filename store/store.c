@@ -179,9 +179,18 @@ static const char schema_v5[] = "CREATE TABLE IF NOT EXISTS eval_devices ("
                                 "  device INTEGER NOT NULL," /* the CUDA ordinal */
                                 "  worker INTEGER NOT NULL);"; /* its place in --devices */
 
+/* Version 6: which MPI rank, on which host, judged each evaluation
+ * (optimize --mpi: rank 0 writes what every rank judged). A table of its
+ * own, for the reasons of version 5, with rows only for --mpi evaluations:
+ * a run without MPI adds nothing, and no row means rank 0 on no host. */
+static const char schema_v6[] = "CREATE TABLE IF NOT EXISTS eval_ranks ("
+                                "  evaluation INTEGER PRIMARY KEY REFERENCES evaluations(id),"
+                                "  rank INTEGER NOT NULL," /* MPI_COMM_WORLD's */
+                                "  host TEXT NOT NULL);";  /* the rank's host name */
+
 /* migrations[v] takes a store from version v to v + 1. */
-static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3,
-                                                                schema_v4, schema_v5};
+static const char *const migrations[KS_STORE_SCHEMA_VERSION] = {
+    schema_v1, schema_v2, schema_v3, schema_v4, schema_v5, schema_v6};
 
 /* ---- helpers ------------------------------------------------------------- */
 

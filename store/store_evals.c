@@ -94,6 +94,7 @@ int ks_store_eval_put(ks_ctx *ctx, ks_store *s, long long kernel, long long vari
     bind_evaluation(st, kernel, variant, e, json);
     rc = store_step_done(ctx, s, st, "cannot record an evaluation");
   }
+  long long id = rc ? 0 : sqlite3_last_insert_rowid(s->db);
   sqlite3_finalize(st);
   st = NULL;
   /* Who judged it, in the same transaction. */
@@ -106,6 +107,19 @@ int ks_store_eval_put(ks_ctx *ctx, ks_store *s, long long kernel, long long vari
     sqlite3_bind_int(st, 1, e->device);
     sqlite3_bind_int(st, 2, e->worker);
     rc = store_step_done(ctx, s, st, "cannot record who judged an evaluation");
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  /* And which rank on which host, for --mpi only (host set): a run without
+   * MPI adds no row. */
+  if (!rc && e->host)
+    rc = store_prepare(ctx, s, "INSERT INTO eval_ranks (evaluation, rank, host) VALUES (?, ?, ?)",
+                       &st);
+  if (!rc && st) {
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int(st, 2, e->rank);
+    store_bind_text(st, 3, e->host);
+    rc = store_step_done(ctx, s, st, "cannot record which rank judged an evaluation");
   }
   sqlite3_finalize(st);
   rc = store_end(ctx, s, rc);
@@ -177,20 +191,31 @@ int ks_store_eval_workers(ks_ctx *ctx, ks_store *s, long long run, ks_arena *a,
   memset(out, 0, sizeof *out);
   if (s->version < 5)
     return 0;
+  /* A reader of a schema-5 store has no eval_ranks: every evaluation there
+   * was made without --mpi. NULLs sort first, so a run without MPI comes
+   * back in worker order, as before schema 6. */
+  const char *sql =
+      s->version < 6
+          ? "SELECT 0, NULL, d.worker, d.device, count(*) FROM evaluations e "
+            "JOIN kernels k ON k.id = e.kernel JOIN eval_devices d ON d.evaluation = e.id "
+            "WHERE k.run = ? AND e.variant IS NOT NULL "
+            "GROUP BY d.worker, d.device ORDER BY d.worker, d.device"
+          : "SELECT coalesce(r.rank, 0), r.host, d.worker, d.device, count(*) FROM evaluations e "
+            "JOIN kernels k ON k.id = e.kernel JOIN eval_devices d ON d.evaluation = e.id "
+            "LEFT JOIN eval_ranks r ON r.evaluation = e.id "
+            "WHERE k.run = ? AND e.variant IS NOT NULL "
+            "GROUP BY 1, 2, d.worker, d.device ORDER BY 1, 2, d.worker, d.device";
   sqlite3_stmt *st;
-  if (store_prepare(ctx, s,
-                    "SELECT d.worker, d.device, count(*) FROM evaluations e "
-                    "JOIN kernels k ON k.id = e.kernel JOIN eval_devices d ON d.evaluation = e.id "
-                    "WHERE k.run = ? AND e.variant IS NOT NULL "
-                    "GROUP BY d.worker, d.device ORDER BY d.worker, d.device",
-                    &st))
+  if (store_prepare(ctx, s, sql, &st))
     return -1;
   sqlite3_bind_int64(st, 1, run);
   int step;
   while ((step = sqlite3_step(st)) == SQLITE_ROW)
-    *ks_array_push(a, out) = (ks_eval_worker_count){.worker = sqlite3_column_int(st, 0),
-                                                    .device = sqlite3_column_int(st, 1),
-                                                    .evaluations = sqlite3_column_int64(st, 2)};
+    *ks_array_push(a, out) = (ks_eval_worker_count){.rank = sqlite3_column_int(st, 0),
+                                                    .host = store_col_text(a, st, 1),
+                                                    .worker = sqlite3_column_int(st, 2),
+                                                    .device = sqlite3_column_int(st, 3),
+                                                    .evaluations = sqlite3_column_int64(st, 4)};
   int rc = step == SQLITE_DONE ? 0 : store_fail(ctx, s, "cannot count who judged evaluations");
   sqlite3_finalize(st);
   return rc;

@@ -156,6 +156,12 @@ typedef struct ks_eval {
    * for) and the worker, the place in --devices (0 with one device); the
    * store keeps both as columns (not in the JSON) */
   int device, worker;
+  /* and the MPI rank and its host name that judged it (--mpi: rank 0
+   * stores what every rank judged, so the store must say where each verdict
+   * came from); host NULL: not an --mpi run, rank 0 then. The store keeps
+   * them in eval_ranks (not in the JSON either) */
+  int rank;
+  const char *host;
 } ks_eval;
 
 #endif

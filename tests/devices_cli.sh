@@ -5,7 +5,8 @@
 # winners, the same evaluations in the same order); the store records the
 # device and worker of each evaluation and status shows them; a worker
 # killed mid-run (fault site standin_worker) costs its candidate while the
-# others go on; kill -9 and --resume with two workers; usage errors.
+# others go on; an --mpi run's ranks and hosts, as status shows them;
+# kill -9 and --resume with two workers; usage errors.
 # usage: devices_cli.sh KERNELSMITH_CC TESTDATA
 set -u
 bin=$1
@@ -86,6 +87,31 @@ assert all(w["worker"] == w["device"] for w in ws), ws
 PY
 "$bin" status --store "$tmp/one" >"$tmp/one.status" 2>&1
 check "status: one worker, no workers line" sh -c "! grep -q 'judged by' '$tmp/one.status'"
+
+# An --mpi run's store, as rank 0 writes it (an eval_ranks row per
+# evaluation; here each worker's evaluations as made by a rank of its own):
+# status names each rank and its host, one line each, and --json too.
+cp -r "$tmp/spread" "$tmp/mpi"
+python3 - "$tmp/mpi/kernelsmith.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO eval_ranks SELECT evaluation, worker, 'node-' || char(97 + worker) "
+           "FROM eval_devices")
+db.commit()
+PY
+"$bin" status --store "$tmp/mpi" >"$tmp/mpi.status" 2>&1
+check "status (--mpi): who judged, one line per rank" grep -Eq \
+  "^        rank 1 on node-b: device 1, worker 1: [0-9]+ evaluations?$" "$tmp/mpi.status"
+check "... under 'judged by:'" grep -q "^      judged by:$" "$tmp/mpi.status"
+"$bin" status --store "$tmp/mpi" --json >"$tmp/mpi.sjson" 2>&1
+check "status --json (--mpi): workers with rank and host" python3 - "$tmp/mpi.sjson" "$tmp/spread.sjson" <<'PY'
+import json, sys
+ws = json.load(open(sys.argv[1]))["runs"][0]["workers"]
+assert all(w["rank"] == w["worker"] and w["host"] == "node-" + "abc"[w["worker"]] for w in ws), ws
+plain = json.load(open(sys.argv[2]))["runs"][0]["workers"]
+assert all("rank" not in w and "host" not in w for w in plain), plain
+assert [{k: w[k] for k in ("worker", "device", "evaluations")} for w in ws] == plain, (ws, plain)
+PY
 
 # 3. A worker killed mid-run: its candidate is lost (CRASH, the reason
 #    naming it), the others go on (the next kernel's search too), and the

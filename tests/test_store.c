@@ -912,6 +912,143 @@ static void version_4_store_gets_eval_devices(void **state) {
   ks_arena_release(&a);
 }
 
+/* Schema 6: which MPI rank and host judged each evaluation. A store of
+ * schema 5 (no eval_ranks) is read as it is, every evaluation judged
+ * without MPI, and a writer upgrades it; its old evaluations still read
+ * with no host. */
+static void version_5_store_gets_eval_ranks(void **state) {
+  ks_store *s = open_store();
+  long long run = new_run(s), k = new_kernel(s, run, "k");
+  bool existed = false;
+  long long v1 = new_variant(s, k, "h1", &existed), v2 = new_variant(s, k, "h2", &existed);
+  ks_eval old = {.verdict = KS_VERDICT_SAME, .reason = "before schema 6", .worker = 1};
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v1, &old), 0);
+  ks_store_close(s);
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernelsmith.db", store_dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "DROP TABLE eval_ranks; PRAGMA user_version = 5;", NULL,
+                                NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+
+  /* A reader cannot add the table: the old evaluation is rank 0, no host. */
+  ks_arena a = KS_ARENA_INIT;
+  ks_store *r = NULL;
+  assert_int_equal(ks_store_open_readonly(&ctx, store_dir, &r), 0);
+  ks_eval_worker_counts w;
+  assert_int_equal(ks_store_eval_workers(&ctx, r, run, &a, &w), 0);
+  assert_int_equal(w.len, 1);
+  assert_int_equal(w.items[0].rank, 0);
+  assert_null(w.items[0].host);
+  assert_int_equal(w.items[0].worker, 1);
+  assert_int_equal(w.items[0].evaluations, 1);
+  ks_store_close(r);
+
+  s = open_store();
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT (SELECT user_version FROM pragma_user_version), "
+                                          "(SELECT count(*) FROM eval_ranks)",
+                                      -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(st, 0), KS_STORE_SCHEMA_VERSION);
+  assert_int_equal(sqlite3_column_int(st, 1), 0); /* nothing invented for the old one */
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  assert_int_equal(ks_store_eval_workers(&ctx, s, run, &a, &w), 0);
+  assert_int_equal(w.len, 1);
+  assert_null(w.items[0].host);
+  ks_eval back;
+  bool found = false;
+  assert_int_equal(ks_store_eval_get(&ctx, s, k, v1, &a, &back, &found), 0);
+  assert_true(found);
+  assert_string_equal(back.reason, "before schema 6");
+  assert_int_equal(back.rank, 0);
+  assert_null(back.host);
+  /* An evaluation written now by a rank is recorded. */
+  ks_eval e = {.verdict = KS_VERDICT_FAST, .speedup = 1.5, .rank = 1, .host = "gpu-b"};
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v2, &e), 0);
+  assert_int_equal(ks_store_eval_workers(&ctx, s, run, &a, &w), 0);
+  assert_int_equal(w.len, 2);
+  assert_null(w.items[0].host);
+  assert_int_equal(w.items[1].rank, 1);
+  assert_string_equal(w.items[1].host, "gpu-b");
+  const char *problem = "unset";
+  assert_int_equal(ks_store_check(&ctx, s, &a, &problem), 0);
+  assert_null(problem);
+  ks_store_close(s);
+  ks_arena_release(&a);
+}
+
+/* --mpi: ks_store_eval_workers groups by rank and host, then worker and
+ * device; evaluations judged without MPI (no host) come first, as rank 0;
+ * baselines are not counted; the JSON does not carry the rank or host. */
+static void eval_workers_group_by_rank_and_host(void **state) {
+  ks_store *s = open_store();
+  long long run = new_run(s), k = new_kernel(s, run, "k");
+  bool existed = false;
+  long long v1 = new_variant(s, k, "h1", &existed), v2 = new_variant(s, k, "h2", &existed),
+            v3 = new_variant(s, k, "h3", &existed);
+  ks_eval e = {.verdict = KS_VERDICT_SLOW, .speedup = 0.9, .rank = 2, .host = "node-b",
+               .device = 1, .worker = 1};
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v1, &e), 0);
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v2, &e), 0);
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, 0, &e), 0); /* a baseline: not counted */
+  e.worker = 0;
+  e.device = 0;
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v3, &e), 0);
+  e.rank = 0;
+  e.host = "node-a";
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v3, &e), 0);
+  ks_eval plain = {.verdict = KS_VERDICT_SAME, .speedup = 1.0};
+  assert_int_equal(ks_store_eval_put(&ctx, s, k, v1, &plain), 0);
+
+  ks_arena a = KS_ARENA_INIT;
+  ks_eval_worker_counts w;
+  assert_int_equal(ks_store_eval_workers(&ctx, s, run, &a, &w), 0);
+  assert_int_equal(w.len, 4);
+  assert_int_equal(w.items[0].rank, 0);
+  assert_null(w.items[0].host);
+  assert_int_equal(w.items[0].evaluations, 1);
+  assert_int_equal(w.items[1].rank, 0);
+  assert_string_equal(w.items[1].host, "node-a");
+  assert_int_equal(w.items[1].evaluations, 1);
+  assert_int_equal(w.items[2].rank, 2);
+  assert_string_equal(w.items[2].host, "node-b");
+  assert_int_equal(w.items[2].worker, 0);
+  assert_int_equal(w.items[2].device, 0);
+  assert_int_equal(w.items[2].evaluations, 1);
+  assert_int_equal(w.items[3].rank, 2);
+  assert_string_equal(w.items[3].host, "node-b");
+  assert_int_equal(w.items[3].worker, 1);
+  assert_int_equal(w.items[3].device, 1);
+  assert_int_equal(w.items[3].evaluations, 2);
+
+  /* Only the --mpi evaluations have a row: 5 of 6 (the baseline's too). */
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernelsmith.db", store_dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM eval_ranks", -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(st, 0), 5);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+
+  const char *json = NULL;
+  assert_int_equal(ks_store_eval_json(&ctx, s, v2, &a, &json), 0);
+  assert_non_null(json);
+  assert_null(strstr(json, "node-b"));
+  assert_null(strstr(json, "\"rank\""));
+  ks_store_close(s);
+  ks_arena_release(&a);
+}
+
 /* ---- a store the user may not write ------------------------------------- */
 
 /* What a reader that may not write the store's directory reads: the
@@ -1421,6 +1558,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(readonly_reads_and_refuses_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_reads_a_version_2_store, setup, teardown),
       cmocka_unit_test_setup_teardown(version_4_store_gets_eval_devices, setup, teardown),
+      cmocka_unit_test_setup_teardown(version_5_store_gets_eval_ranks, setup, teardown),
+      cmocka_unit_test_setup_teardown(eval_workers_group_by_rank_and_host, setup, teardown),
       cmocka_unit_test_setup_teardown(readonly_store_the_user_cannot_write, setup, teardown),
       cmocka_unit_test_setup_teardown(damaged_store_is_refused_by_a_writer, setup, teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
