@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ks_cli.h"
+#include "ks_fs.h"
 #include "ks_optimize_report.h"
 #include "ks_profile.h"
 #include "ks_pipeline.h"
@@ -109,6 +110,14 @@ static const char usage[] =
     "                       the program is built), nvrtc, or auto (default: nvcc\n"
     "                       when compile_commands.json has the kernel's file and\n"
     "                       nvcc is found, else NVRTC; docs/judge.md)\n"
+    "      --mpi            one rank of `mpirun -np N kernelsmith-cc optimize --mpi`:\n"
+    "                       the ranks play each round together (each on its own\n"
+    "                       devices), rank 0 reads the project, sends it to the\n"
+    "                       others and owns the store (docs/optimize.md)\n"
+    "                       (without --device(s): the host's k-th rank on its\n"
+    "                       k-th GPU, modulo their number)\n"
+    "      --mpi-timeout S  a rank silent this long is lost and rank 0 takes over\n"
+    "                       its share (default 60)\n"
     "      --stand-in-judge judge with a deterministic stand-in instead of the GPU\n"
     "                       (for testing the search without a GPU; its numbers are\n"
     "                       not measurements, and the report says so)\n"
@@ -142,6 +151,8 @@ typedef struct config {
   double min_share;           /* --min-share, percent; 0: not given */
   ks_arena arena;
   bool src_init;
+  bool mpi;                   /* --mpi: one rank of an mpirun job */
+  double mpi_timeout;         /* --mpi-timeout; 0: the cluster's default */
 } config;
 
 static volatile int interrupted;
@@ -156,7 +167,7 @@ enum { OPT_STRATEGY = 300, OPT_PROPOSER, OPT_ROUNDS, OPT_MAX_EVALS, OPT_MAX_SECO
        OPT_JSON, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_API, OPT_LLM_KEY_FILE, OPT_LLM_JOBS,
        OPT_LLM_PLANS, OPT_LLM_CACHE, OPT_LLM_PRICES, OPT_MAX_COST, OPT_MAX_TOKENS,
        OPT_MAX_REQUESTS, OPT_PROFILE, OPT_TOP, OPT_MIN_SHARE, OPT_CAPTURE, OPT_COMPILER,
-       OPT_DEVICES };
+       OPT_DEVICES, OPT_MPI, OPT_MPI_TIMEOUT };
 
 static int count_option(ks_ctx *ctx, const char *name, const char *arg, long lo, long hi,
                         unsigned *out) {
@@ -201,6 +212,8 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
       {"sample-seconds", required_argument, NULL, OPT_SAMPLE_SECONDS},
       {"device", required_argument, NULL, OPT_DEVICE},
       {"devices", required_argument, NULL, OPT_DEVICES},
+      {"mpi", no_argument, NULL, OPT_MPI},
+      {"mpi-timeout", required_argument, NULL, OPT_MPI_TIMEOUT},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"compiler", required_argument, NULL, OPT_COMPILER},
       {"stand-in-judge", no_argument, NULL, OPT_STANDIN},
@@ -419,6 +432,13 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
     case OPT_STANDIN:
       c->standin = true;
       break;
+    case OPT_MPI:
+      c->mpi = true;
+      break;
+    case OPT_MPI_TIMEOUT:
+      if (seconds_option(ctx, "--mpi-timeout", optarg, &c->mpi_timeout))
+        return KS_EXIT_USAGE;
+      break;
     case OPT_JSON:
       c->json = true;
       break;
@@ -459,6 +479,13 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
   if (c->device_given && (c->ndevices || c->all_devices))
     return ks_usage_error(ctx, &ks_cmd_optimize, "--device and --devices both choose the devices; "
                                                  "give one of them");
+  if (c->mpi && c->profile)
+    return ks_usage_error(ctx, &ks_cmd_optimize,
+                          "--mpi takes the kernels by --kernel or their specs and captures, not "
+                          "--profile: run `kernelsmith-cc profile` first and give its captures "
+                          "with --capture");
+  if (!c->mpi && c->mpi_timeout > 0)
+    return ks_usage_error(ctx, &ks_cmd_optimize, "--mpi-timeout goes with --mpi");
   return 0;
 }
 
@@ -594,7 +621,121 @@ out:
   return rc;
 }
 
+/* --mpi with neither --device nor --devices: this rank's place on its host
+ * (Open MPI says it), so that N ranks on a host of N GPUs take one each. */
+static int local_rank(const config *c) {
+  if (c->device_given || c->ndevices || c->all_devices)
+    return 0;
+  const char *s = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  long r = s ? strtol(s, NULL, 10) : 0;
+  return r > 0 && r < 4096 ? (int)r : 0;
+}
+
+/* A rank > 0 of --mpi: rank 0's command line, its files, a store of its
+ * own that nobody reads (rank 0 owns the run's), and no table at the end. */
+static int run_follower(ks_ctx *ctx, ks_pipeline_ranks *ranks) {
+  config c = {0};
+  ks_arena a = KS_ARENA_INIT;
+  const char *text, *cwd;
+  int sargc = 0;
+  char **sargv = NULL;
+  int rc = KS_EXIT_FAILURE;
+  char store_dir[] = "/tmp/kernelsmith-rank-XXXXXX";
+  bool made = false;
+  if (ks_pipeline_ranks_argv(ranks, ctx, NULL, &a, &text) ||
+      stored_argv(ctx, text, &a, &sargc, &sargv, &cwd))
+    goto fail;
+  if (parse(ctx, sargc, sargv, &c)) {
+    ks_fail(ctx, "--mpi: rank 0's command line does not parse here");
+    goto fail;
+  }
+  if (ks_pipeline_ranks_inputs(ranks, ctx, &c.src.scan, &c.captures, &c.arena))
+    goto fail;
+  const char *tmp = getenv("TMPDIR");
+  const char *dir = tmp && *tmp ? ks_arena_printf(&a, "%s/kernelsmith-rank-XXXXXX", tmp) : store_dir;
+  char *path = ks_arena_strdup(&a, dir);
+  if (!mkdtemp(path)) {
+    ks_fail(ctx, "--mpi: a private store in %s: %s", dir, strerror(errno));
+    goto fail;
+  }
+  made = true;
+  ks_pipeline_job job = {.ctx = ctx, .scan = &c.src.scan, .kernels = &c.kernels,
+                         .search = c.search, .tuning = c.tuning, .proposer = c.proposer,
+                         .llm = &c.llm, .llm_cache = (ks_llm_cache_mode)c.llm_cache,
+                         .llm_plans = c.llm_plans, .standin = c.standin, .store_dir = path,
+                         .judge = c.judge, .devices = c.ndevices ? c.devices : NULL,
+                         .ndevices = c.ndevices, .all_devices = c.all_devices,
+                         .max_seconds = c.max_seconds, .captures = &c.captures,
+                         .interrupted = &interrupted, .ranks = ks_pipeline_ranks_search(ranks),
+                         .local_rank = local_rank(&c)};
+  ks_pipeline p;
+  ks_pipeline_init(&p, &job);
+  rc = ks_pipeline_optimize(&p) ? KS_EXIT_FAILURE
+                                : p.kernel_failed ? KS_EXIT_FAILURE : KS_EXIT_OK;
+  if (rc)
+    ks_error(ctx, "%s", ctx->error[0] ? ctx->error : "a search failed on this rank");
+  ks_pipeline_release(&p);
+  goto out;
+fail:
+  ks_error(ctx, "%s", ctx->error);
+out:
+  if (made) {
+    ks_ctx quiet;
+    ks_ctx_init(&quiet, ctx->prog);
+    ks_remove_tree(&quiet, path);
+    ks_ctx_release(&quiet);
+  }
+  config_release(&c);
+  ks_arena_release(&a);
+  return rc;
+}
+
+static int run_ranked(ks_ctx *ctx, int argc, char **argv, ks_pipeline_ranks *ranks);
+
+
 static int run(ks_ctx *ctx, int argc, char **argv) {
+  /* --mpi: which rank this is must be known before anything is read, since
+   * only rank 0 reads its command line, its store and the project. */
+  bool mpi = false;
+  double timeout = 0;
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+    if (!strcmp(argv[i], "--mpi"))
+      mpi = true;
+    else if (!strcmp(argv[i], "--mpi-timeout") && i + 1 < argc)
+      timeout = strtod(argv[i + 1], NULL);
+    else if (!strncmp(argv[i], "--mpi-timeout=", 14))
+      timeout = strtod(argv[i] + 14, NULL);
+  }
+  if (!mpi)
+    return run_ranked(ctx, argc, argv, NULL);
+  ks_pipeline_ranks *ranks;
+  if (ks_pipeline_ranks_open(ctx, timeout, &ranks)) {
+    ks_error(ctx, "%s", ctx->error);
+    return KS_EXIT_FAILURE;
+  }
+  int rank = ks_pipeline_ranks_rank(ranks);
+  struct sigaction sa = {0};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  int rc;
+  if (rank > 0) {
+    /* Its messages say which rank and host they come from. */
+    char prog[256];
+    snprintf(prog, sizeof prog, "%s (rank %d on %s)", ctx->prog, rank,
+             ks_pipeline_ranks_host(ranks, rank));
+    const char *was = ctx->prog;
+    ctx->prog = prog;
+    rc = run_follower(ctx, ranks);
+    ctx->prog = was;
+  } else {
+    rc = run_ranked(ctx, argc, argv, ranks);
+  }
+  ks_pipeline_ranks_close(ranks, ctx);
+  return rc;
+}
+
+static int run_ranked(ks_ctx *ctx, int argc, char **argv, ks_pipeline_ranks *ranks) {
   config c = {0};
   int rc = parse(ctx, argc, argv, &c);
   if (rc == -2) {
@@ -606,6 +747,8 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     return rc;
   }
   const char *store_dir = c.store_dir ? c.store_dir : ks_store_default_dir(&c.arena);
+  int eargc = argc; /* the command line that counts: a resumed run's own */
+  char **eargv = argv;
   long long resume_run = 0;
   ks_store *store = NULL;
   if (c.resume) {
@@ -613,16 +756,17 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
      * stored run. */
     for (int i = 1; i < argc; i++) {
       const char *a = argv[i];
-      if (!strcmp(a, "--resume") || !strcmp(a, "--json") || !strncmp(a, "--store=", 8))
+      if (!strcmp(a, "--resume") || !strcmp(a, "--json") || !strncmp(a, "--store=", 8) ||
+          !strcmp(a, "--mpi") || !strncmp(a, "--mpi-timeout=", 14))
         continue;
-      if (!strcmp(a, "--store") && i + 1 < argc) {
+      if ((!strcmp(a, "--store") || !strcmp(a, "--mpi-timeout")) && i + 1 < argc) {
         i++;
         continue;
       }
       config_release(&c);
       return ks_usage_error(ctx, &ks_cmd_optimize,
-                            "--resume takes no options but --store and --json (the run keeps "
-                            "its own), not '%s'",
+                            "--resume takes no options but --store, --json and --mpi (the run "
+                            "keeps its own), not '%s'",
                             a);
     }
     bool json = c.json;
@@ -669,6 +813,16 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
     }
     c.json = c.json || json;
     ks_info(ctx, "resuming run %lld", resume_run);
+    eargc = sargc;
+    eargv = sargv;
+  }
+  if (ranks) {
+    /* The others run what this rank runs, on the files it reads. */
+    const char *mine = argv_json(eargc, eargv), *ignored;
+    int r = ks_pipeline_ranks_argv(ranks, ctx, mine, &c.arena, &ignored);
+    free((void *)mine);
+    if (r || ks_pipeline_ranks_inputs(ranks, ctx, &c.src.scan, &c.captures, &c.arena))
+      goto fail;
   }
   if (c.profile && profile_kernels(ctx, &c))
     goto fail;
@@ -685,7 +839,9 @@ static int run(ks_ctx *ctx, int argc, char **argv) {
                       .ndevices = c.ndevices, .all_devices = c.all_devices,
                       .max_seconds = c.max_seconds, .captures = &c.captures,
                       .resume_run = resume_run, .interrupted = &interrupted,
-                      .argv_json = resume_run ? NULL : argv_json(argc, argv)};
+                      .argv_json = resume_run ? NULL : argv_json(argc, argv),
+                      .ranks = ranks ? ks_pipeline_ranks_search(ranks) : NULL,
+                      .local_rank = ranks ? local_rank(&c) : 0};
   rc = optimize_run(&job, c.json);
   free((void *)job.argv_json);
   config_release(&c);

@@ -41,9 +41,21 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u | w
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done
+# ICU's data (31 MB; LLVM -> libxml2 -> ICU) as an empty table: libxml2
+# asks ICU only to convert encodings, which nothing here does, and the
+# bundle travels under a size limit.
+if [ -f "$stage/lib/libicudata.so.72" ]; then
+  echo 'const char icudt72_dat[16] = {0};' |
+    gcc -x c -shared -o "$stage/lib/libicudata.so.72" -Wl,-soname,libicudata.so.72 -
+fi
 resource=$(sed -n 's/^LibClang_RESOURCE_DIR:PATH=//p' $build/CMakeCache.txt)
 cp -r "$resource/include" "$stage/clang/include"
+# Other targets' intrinsics (ARM, RISC-V, POWER, ...): CUDA on x86 reads
+# none of them, and the bundle travels under a size limit.
+(cd "$stage/clang/include" && rm -rf arm_*.h arm64intr.h armintr.h hexagon*.h riscv_*.h altivec.h \
+  htmintrin.h htmxlintrin.h msa.h s390intrin.h vecintrin.h velintrin*.h wasm_simd128.h \
+  ppc_wrappers)
 
 mkdir -p .bundle
-tar -C "$stage" -cJf .bundle/ks-bundle.tar.xz .
+XZ_OPT="-9e -T0" tar -C "$stage" -cJf .bundle/ks-bundle.tar.xz .
 echo "bundle: $(du -h .bundle/ks-bundle.tar.xz | cut -f1) in .bundle/ks-bundle.tar.xz ($(ls "$stage/lib" | wc -l) libraries)"

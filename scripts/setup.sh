@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 mode=${1:-release}
 packages=(build-essential cmake pkg-config git python3 patch ccache
           libclang-16-dev libcjson-dev libpcre2-dev libcurl4-openssl-dev
-          libsqlite3-dev libcmocka-dev libssl-dev libiberty-dev zlib1g-dev)
+          libsqlite3-dev libcmocka-dev libssl-dev libiberty-dev zlib1g-dev
+          libopenmpi-dev openmpi-bin)
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 

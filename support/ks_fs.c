@@ -216,3 +216,44 @@ int ks_walk(ks_ctx *ctx, const char *root, ks_walk_fn fn, void *data) {
   free(w.seen);
   return rc;
 }
+
+/* Everything inside the directory `fd`, links removed as links. */
+static int remove_inside(int fd) {
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return -1;
+  }
+  int rc = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    struct stat sb;
+    if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+      rc = -1;
+      continue;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+      int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0 || remove_inside(sub) || unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR))
+        rc = -1;
+    } else if (unlinkat(dirfd(d), e->d_name, 0)) {
+      rc = -1;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+int ks_remove_tree(ks_ctx *ctx, const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return 0;
+    return ks_fail(ctx, "%s: cannot remove: %s", dir, strerror(errno));
+  }
+  if (remove_inside(fd) || rmdir(dir))
+    return ks_fail(ctx, "%s: cannot remove it all: %s", dir, strerror(errno));
+  return 0;
+}

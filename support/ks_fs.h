@@ -45,6 +45,9 @@ bool ks_is_dir(const char *path);
 /* mkdir -p: `dir` and every missing directory above it (mode 0755). -1
  * with errno set when one cannot be made. */
 int ks_mkdir_p(const char *dir);
+/* rm -r: `dir` and everything in it, symbolic links removed as links (never
+ * followed). A `dir` that does not exist is no error. */
+int ks_remove_tree(ks_ctx *ctx, const char *dir);
 bool ks_is_file(const char *path);
 /* Joins two path pieces with one '/' into a malloc'd string. */
 char *ks_path_join(const char *dir, const char *name);

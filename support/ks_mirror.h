@@ -19,6 +19,10 @@
  * Files are sorted by relative path, so the same tree packs to the same
  * bytes.
  *
+ * A rank whose files at rank 0's root are all identical uses them in
+ * place; KERNELSMITH_MIRROR_COPY=1 makes it copy them all the same (tests
+ * of a host without the project, run on one host).
+ *
  * Unpacking checks the whole blob (paths, sizes, hashes, duplicates) before
  * anything is written, writes only inside a fresh private directory, and
  * never follows a symbolic link while writing or removing.

@@ -9,6 +9,8 @@
 #     machine has two or more GPUs, with --devices 0,1 (the target:
 #     >= 1.8x the evaluations per minute of one GPU, the same geomean
 #     speedup);
+#  3. the same with `mpirun -np 2 ... optimize --mpi` (two ranks on one GPU,
+#     and on two GPUs where there are two), where mpirun is found;
 # Prints a table and writes bench/results/devices-<gpu>-<date>.json.
 # Needs an NVIDIA GPU (exit 77 without one).
 #   KS_BIN (default build/cli/kernelsmith-cc), KS_RESULTS (default
@@ -37,13 +39,28 @@ mkdir -p "$stores"
 
 configs=("one:0" "two_on_one:0,0")
 [ "$gpus" -ge 2 ] && configs+=("two_gpus:0,1")
+# optimize --mpi: two ranks, each on the GPU of its local rank (both on GPU
+# 0 of a one-GPU machine), where mpirun is found (KS_MPIRUN names another).
+mpirun=${KS_MPIRUN:-$(command -v mpirun || true)}
+if [ -n "$mpirun" ]; then
+  configs+=("mpi_two_ranks:rank")
+  [ "$gpus" -ge 2 ] && configs+=("mpi_two_gpus:rank")
+fi
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 for c in "${configs[@]}"; do
   name=${c%%:*}
   devs=${c#*:}
   rm -rf "${stores:?}/$name"
+  launch=()
+  devopt=(--devices "$devs")
+  if [ "$devs" = rank ]; then
+    launch=("$mpirun" "${root[@]}" --enable-recovery -np 2)
+    devopt=(--mpi)
+  fi
   start=$(date +%s.%N)
   # shellcheck disable=SC2086
-  "$bin" -q optimize --json --store "$stores/$name" --devices "$devs" --seed "$seed" \
+  "${launch[@]}" "$bin" -q optimize --json --store "$stores/$name" "${devopt[@]}" --seed "$seed" \
     --rounds 100000 --max-evals "$evals" ${KS_OPT_ARGS:-} testdata/apps >"$tmp/$name.json" || true
   end=$(date +%s.%N)
   echo "$name $devs $start $end" >>"$tmp/runs.txt"
@@ -61,9 +78,10 @@ def load(name):
                      "ON k.id = e.kernel JOIN variants v ON v.id = e.variant ORDER BY e.id").fetchall()
     win = dict(db.execute("SELECT k.name, v.hash FROM kernels k LEFT JOIN variants v "
                           "ON v.id = k.winner").fetchall())
-    workers = db.execute("SELECT d.worker, d.device, count(*) FROM eval_devices d "
-                         "JOIN evaluations e ON e.id = d.evaluation WHERE e.variant IS NOT NULL "
-                         "GROUP BY 1, 2 ORDER BY 1").fetchall()
+    workers = db.execute("SELECT coalesce(r.rank, 0) * 1000 + d.worker, d.device, count(*) "
+                         "FROM eval_devices d JOIN evaluations e ON e.id = d.evaluation "
+                         "LEFT JOIN eval_ranks r ON r.evaluation = e.id "
+                         "WHERE e.variant IS NOT NULL GROUP BY 1, 2 ORDER BY 1").fetchall()
     ks = [k for k in d["kernels"] if "speedup" in k]
     run_evals = sum(k["evaluated"] - k.get("same_code", 0) for k in ks)
     secs = sum(k.get("seconds", 0) for k in ks)
@@ -90,7 +108,7 @@ for name, r in res.items():
                  f'{r["speedup_vs_one"]:.2f}x', f'{r["geomean"]:.3f}x',
                  "yes" if same_seq else "NO", verdict_diff,
                  f'{same_win}/{len(one["winners"])}',
-                 " ".join(f"w{w}@{d}:{n}" for w, d, n in r["workers"])))
+                 " ".join(f"r{w // 1000}w{w % 1000}@{d}:{n}" for w, d, n in r["workers"])))
 head = ("config", "devices", "kernels", "evals", "evals/min", "vs one", "geomean",
         "same evals", "verdicts differ", "same winners", "per worker")
 w = [max(len(str(x)) for x in col) for col in zip(head, *rows)]

@@ -139,6 +139,12 @@ typedef struct ks_pipeline_job {
                                   alone, as without the option */
   size_t ndevices;
   bool all_devices;            /* --devices all: every device the driver lists */
+  int local_rank;              /* --mpi without --device or --devices: this
+                                  rank's place among the ranks of its host;
+                                  it judges on device local_rank modulo the
+                                  devices the driver lists (one GPU a rank
+                                  with as many ranks as GPUs); 0 (the first
+                                  rank of a host, or no --mpi): --device */
   double max_seconds;
   long long resume_run;        /* 0: a new run; else the run row to go on
                                   with (tune makes its own row first) */
@@ -152,6 +158,12 @@ typedef struct ks_pipeline_job {
   bool run_borrowed;           /* resume_run is the caller's to finish (tune:
                                   its phases go on after the search) */
   ks_pipeline_hooks hooks;
+  /* optimize --mpi: this process's part in the job (ks_pipeline_ranks_open);
+   * NULL: alone. Rank 0 runs the stages as ever and its searches take the
+   * others along; another rank, with a store of its own that nobody reads,
+   * follows rank 0's searches (ks_pipeline_follow) instead of making its
+   * own. */
+  ks_search_ranks *ranks;
 } ks_pipeline_job;
 
 typedef struct ks_pipeline_kernel ks_pipeline_kernel; /* pipeline.c's */
@@ -202,6 +214,33 @@ int ks_pipeline_begin(ks_pipeline *p);
 int ks_pipeline_search(ks_pipeline *p);
 int ks_pipeline_finish(ks_pipeline *p);
 int ks_pipeline_optimize(ks_pipeline *p);
+/* optimize --mpi (pipeline_ranks.c): this process's rank in the mpirun job,
+ * over the cluster (MPI; a rank silent for timeout_s seconds is lost). */
+typedef struct ks_pipeline_ranks ks_pipeline_ranks;
+int ks_pipeline_ranks_open(ks_ctx *ctx, double timeout_s, ks_pipeline_ranks **out);
+int ks_pipeline_ranks_rank(const ks_pipeline_ranks *r);
+int ks_pipeline_ranks_size(const ks_pipeline_ranks *r);
+const char *ks_pipeline_ranks_host(const ks_pipeline_ranks *r, int rank);
+ks_search_ranks *ks_pipeline_ranks_search(ks_pipeline_ranks *r);
+/* The command line every rank runs: rank 0's (`mine`, as text), received by
+ * the others in *out; fails on a rank > 0 when rank 0 stopped first. */
+int ks_pipeline_ranks_argv(ks_pipeline_ranks *r, ks_ctx *ctx, const char *mine, ks_arena *a,
+                           const char **out);
+/* The files the run reads: rank 0 sends those under the deepest directory
+ * that holds the paths scanned, the captures and compile_commands.json;
+ * another rank finds them in place (same path, same contents) or recreates
+ * them in a private directory, maps `scan`'s paths, build directory and -I
+ * arguments and the captures to them, and works there. */
+int ks_pipeline_ranks_inputs(ks_pipeline_ranks *r, ks_ctx *ctx, ks_scan_options *scan,
+                             ks_strings *captures, ks_arena *a);
+/* Rank 0 tells the others there is no more (if it has not); a private copy
+ * of the files is removed; MPI is finalized. */
+void ks_pipeline_ranks_close(ks_pipeline_ranks *r, ks_ctx *ctx);
+
+/* A rank > 0 of optimize --mpi, after begin: each search rank 0 starts, on
+ * this rank's kernel of that name (or declined, saying why, when it has
+ * none ready), until rank 0 says there are no more. */
+int ks_pipeline_follow(ks_pipeline *p);
 
 /* The store's optimize.lock, held while `*fd` is open: one search per
  * store at a time (the lock dies with its process, kill -9 included). */

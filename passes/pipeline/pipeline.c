@@ -447,6 +447,8 @@ static int search_failed(ks_pipeline *p, ks_pipeline_kernel *k) {
   return ks_store_kernel_update(ctx, p->job->store, k->store_id, "failed", k->outcome->note, 0);
 }
 
+static int pipeline_search_more(ks_pipeline *p, double t0);
+
 /* Per kernel, the search, under the shared budget; a kernel a resumed run
  * had finished is read back from the store. */
 int ks_pipeline_search(ks_pipeline *p) {
@@ -510,9 +512,17 @@ int ks_pipeline_search(ks_pipeline *p) {
     if (h->kernel_done)
       h->kernel_done(h->arg, k->outcome);
   }
-  /* Time the fast searches left over goes to the kernels the budget
+  if (pipeline_search_more(p, t0))
+    return -1;
+  return ks_search_ranks_end(job->ranks, ctx);
+}
+
+/* Time the fast searches left over goes to the kernels the budget
    * stopped (slow kernels early in the order got only an equal share),
    * as many passes as the time allows (each search gets at least 5 s). */
+static int pipeline_search_more(ks_pipeline *p, double t0) {
+  ks_pipeline_job *job = p->job;
+  ks_ctx *ctx = job->ctx;
   while (job->max_seconds > 0 && !*job->interrupted && !p->kernel_failed) {
     size_t stopped = budget_stopped_count(p->kernels.items, p->kernels.len);
     if (!stopped || job->max_seconds - (now_seconds() - t0) < 5.0 * (double)stopped)
@@ -584,12 +594,72 @@ int ks_pipeline_finish(ks_pipeline *p) {
   return 0;
 }
 
-int ks_pipeline_optimize(ks_pipeline *p) {
-  if (ks_pipeline_scan(p) || ks_pipeline_targets(p) || ks_pipeline_prepare(p))
+int ks_pipeline_follow(ks_pipeline *p) {
+  ks_pipeline_job *job = p->job;
+  ks_ctx *ctx = job->ctx;
+  ks_arena *arena = &p->arena;
+  for (;;) {
+    const char *name;
+    if (ks_search_ranks_next(job->ranks, ctx, arena, &name))
+      return -1;
+    if (!name)
+      return 0;
+    ks_pipeline_kernel *k = NULL;
+    const char *why = "it has no kernel of that name";
+    for (size_t i = 0; i < p->kernels.len && !k; i++) {
+      ks_pipeline_kernel *c = &p->kernels.items[i];
+      if (strcmp(c->target.subject.kernel ? c->target.subject.kernel : "", name))
+        continue;
+      if (c->ready)
+        k = c;
+      else
+        why = c->outcome && c->outcome->note ? c->outcome->note : "it could not prepare it";
+    }
+    if (!k) {
+      if (ks_search_ranks_decline(job->ranks, ctx, why))
+        return -1;
+      continue;
+    }
+    if (!k->store_id) {
+      ks_kernel_row row = {.run = p->run, .name = name, .file = k->kernel->loc.file,
+                           .line = k->kernel->loc.line, .source_hash = k->kernel->source_hash,
+                           .slice = k->target.slice.source, .status = "searching"};
+      if (ks_store_kernel_put(ctx, job->store, &row, &k->store_id))
+        return -1;
+    }
+    if (pipeline_search_kernel(p, k, 0)) {
+      /* This rank's failure: rank 0 judges its share from now on. */
+      ks_error(ctx, "%s: %s", name, ctx->error);
+      p->kernel_failed = true;
+    }
+    if (*job->interrupted)
+      return 0;
+  }
+}
+
+/* A rank > 0 that cannot search: it says why to every search rank 0 starts. */
+static int decline_all(ks_pipeline *p, const char *why) {
+  ks_ctx *ctx = p->job->ctx;
+  const char *line = ks_arena_strdup(&p->arena, why);
+  ks_error(ctx, "%s; this rank takes part in no search", line);
+  if (ks_search_ranks_decline_all(p->job->ranks, ctx, &p->arena, line))
     return -1;
+  return ks_fail(ctx, "%s", line);
+}
+
+int ks_pipeline_optimize(ks_pipeline *p) {
+  bool follower = p->job->ranks && p->job->ranks->rank > 0;
+  if (ks_pipeline_scan(p) || ks_pipeline_targets(p) || ks_pipeline_prepare(p))
+    return follower ? decline_all(p, p->job->ctx->error) : -1;
   if (p->no_gpu)
-    return 0;
-  if (ks_pipeline_begin(p) || ks_pipeline_search(p) || ks_pipeline_finish(p))
+    return follower ? decline_all(p, ks_arena_printf(&p->arena, "the search needs an NVIDIA GPU "
+                                                                 "(%s)", p->no_gpu))
+                    : 0;
+  if (ks_pipeline_begin(p))
+    return follower ? decline_all(p, p->job->ctx->error) : -1;
+  if (follower)
+    return ks_pipeline_follow(p);
+  if (ks_pipeline_search(p) || ks_pipeline_finish(p))
     return -1;
   return 0;
 }

@@ -41,6 +41,12 @@ int pipeline_workers(ks_pipeline *p) {
     p->workers = ks_arena_alloc(&p->arena, sizeof *p->workers);
     p->workers[0] = job->judge.device;
     p->nworkers = 1;
+    if (job->local_rank > 0) {
+      if (count_devices(p, &n))
+        return -1;
+      p->workers[0] = job->local_rank % n;
+      job->judge.device = p->workers[0];
+    }
   }
   p->retired = ks_arena_alloc(&p->arena, p->nworkers * sizeof *p->retired);
   return 0;

@@ -200,6 +200,61 @@ typedef struct ks_search_result {
   ks_nodes nodes;          /* every node, in the order made */
 } ks_search_result;
 
+/* The ranks of an mpirun job searching together (optimize --mpi), through
+ * an exchange of byte blobs in a star that the caller provides (the
+ * cluster module: passes/ knows nothing of MPI). Every rank holds the whole
+ * search (the same nodes, in the same order) and plays each round in step:
+ * the proposals of a round are made by the ranks that own them (job j by
+ * the j-th live rank, cyclically), sent to rank 0 and from it to all, and
+ * every rank keeps the same new children in the same order; the children
+ * are judged likewise, each by one rank on its own workers, and their
+ * evaluations gathered by rank 0, which writes them to its store (the only
+ * one) and sends them to all, so that every rank places them alike. The
+ * search is the one a single process makes with the same seed: the choices
+ * are drawn per round and island, and only rank 0 decides on budgets.
+ * A rank that goes silent is lost: rank 0 makes its proposals and judges
+ * its children itself from then on and says so; when rank 0 is lost the
+ * others stop (optimize --resume on rank 0 goes on). */
+typedef struct ks_search_ranks {
+  void *self;
+  int rank, size;
+  /* Rank > 0: sends `data` to rank 0. Rank 0: datas[r] and lens[r] for
+   * every rank (datas[0] its own), datas[r] NULL for a lost one. */
+  int (*gather)(void *self, ks_ctx *ctx, unsigned tag, const void *data, size_t len,
+                ks_arena *arena, const void **datas, size_t *lens);
+  /* Rank 0: sends `*data` to every rank not lost. Rank > 0: `*data` gets
+   * rank 0's; returns 1 when rank 0 is lost. */
+  int (*bcast)(void *self, ks_ctx *ctx, unsigned tag, const void **data, size_t *len,
+               ks_arena *arena);
+  /* Rank 0: the ranks lost since the last call; returns how many. */
+  size_t (*take_lost)(void *self, int *out);
+  const char *(*host)(void *self, int rank);
+  /* Kept by the search across the searches of a run (zero them once). */
+  unsigned controls;       /* control messages sent (rank 0) or taken */
+  bool *lost;              /* rank 0: size entries, lost for the rest of the run */
+  bool ended;              /* rank 0 sent the end */
+  const char *pending;     /* rank > 0: the control message taken by
+                              ks_search_ranks_next, for the search to use */
+  size_t pending_len;
+  ks_arena arena;          /* what outlives one search (pending) */
+} ks_search_ranks;
+
+/* Rank > 0, between searches: waits for rank 0's next search. *kernel gets
+ * its kernel's name (in `arena`), or NULL when rank 0 has no more. The
+ * caller then runs ks_search_run on that kernel with `ranks` set (which
+ * joins it) or, when it has no such kernel, ks_search_ranks_decline. */
+int ks_search_ranks_next(ks_search_ranks *r, ks_ctx *ctx, ks_arena *arena, const char **kernel);
+int ks_search_ranks_decline(ks_search_ranks *r, ks_ctx *ctx, const char *why);
+/* A rank that cannot search at all (no GPU, a stage that failed): declines
+ * every search rank 0 starts, saying why, so that rank 0 goes on without
+ * waiting for its silence. */
+int ks_search_ranks_decline_all(ks_search_ranks *r, ks_ctx *ctx, ks_arena *arena,
+                                const char *why);
+/* Rank 0: no more searches (idempotent): the others' ks_search_ranks_next
+ * gives NULL. */
+int ks_search_ranks_end(ks_search_ranks *r, ks_ctx *ctx);
+void ks_search_ranks_release(ks_search_ranks *r);
+
 typedef struct ks_search {
   ks_ctx *ctx;
   const char *kernel;              /* for messages and progress */
@@ -227,6 +282,10 @@ typedef struct ks_search {
   void (*progress)(void *arg, const ks_search_progress *p);
   void *progress_arg;
   volatile int *interrupted;       /* set by a signal handler: stop cleanly */
+  /* optimize --mpi: this rank's part in a search of several; NULL: alone.
+   * On a rank > 0, store is NULL (rank 0 owns it), no baseline is timed and
+   * no winner confirmed: the result holds the nodes and best NULL. */
+  ks_search_ranks *ranks;
 } ks_search;
 
 /* Runs (or, when the store already holds variants of this kernel, resumes)

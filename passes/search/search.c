@@ -172,7 +172,7 @@ ks_node *ks_search_add(search_state *st, const ks_node *parent, const ks_variant
   return n;
 }
 
-static void note_eval(search_state *st, ks_node *n, const ks_eval *e) {
+void ks_search_note(search_state *st, ks_node *n, const ks_eval *e) {
   n->evaluated = true;
   n->verdict = e->verdict;
   n->reason = e->reason ? ks_arena_strdup(st->arena, e->reason) : NULL;
@@ -284,6 +284,10 @@ int ks_search_judge(search_state *st, size_t w, ks_ctx *ctx, const ks_node *node
     return -1;
   out->device = ev->device;
   out->worker = (int)w;
+  if (st->ranks) { /* --mpi: the store says which rank and host judged it */
+    out->rank = st->ranks->rank;
+    out->host = st->ranks->host ? st->ranks->host(st->ranks->self, out->rank) : NULL;
+  }
   return 0;
 }
 
@@ -308,10 +312,12 @@ int ks_search_judge_alone(search_state *st, const ks_node *node, unsigned rechec
 
 int ks_search_commit(search_state *st, ks_node *node, const ks_eval *e) {
   ks_search *s = st->s;
+  if (st->share)
+    return ks_search_ranks_keep(st, node, e); /* a rank's share: sent, then committed */
   if (s->store && ks_store_eval_put(s->ctx, s->store, s->store_kernel, node->id, e))
     return -1;
   st->res->evaluated++;
-  note_eval(st, node, e);
+  ks_search_note(st, node, e);
   if (s->proposer->observe &&
       s->proposer->observe(s->proposer->self, s->ctx, node, node_by_id(st, node->parent)))
     return -1;
@@ -400,7 +406,7 @@ static int load(search_state *st) {
                    .cand_median_ms = r->median_ms, .cand_registers = r->registers,
                    .cand_bw_fraction = r->bw_fraction, .reason = r->reason};
       st->res->evaluated++;
-      note_eval(st, n, &e);
+      ks_search_note(st, n, &e);
     }
   }
   st->evaluated_before = st->res->evaluated;
@@ -470,11 +476,21 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
                      .best_techniques = "", .t0 = ks_search_now(), .patience_best = 1};
   if (!s->opts.rounds)
     return ks_fail(s->ctx, "the search needs at least one round");
-  if (load(&st))
-    return -1;
   if (s->nevaluators > 1)
     st.retired = s->retired ? s->retired
                             : ks_arena_alloc(arena, s->nevaluators * sizeof *st.retired);
+  st.ranks = s->ranks && s->ranks->size > 1 ? s->ranks : NULL;
+  if (st.ranks && st.ranks->rank > 0) {
+    /* Rank 0 timed the original and judged the seed; the state comes from
+     * it, and so does every decision on budgets. */
+    if (ks_search_ranks_begin(&st))
+      return -1;
+    int rc = s->opts.strategy == KS_STRATEGY_BEAM ? ks_search_beam(&st) : ks_search_evolve(&st);
+    out->rounds_done = st.rounds_done;
+    return rc;
+  }
+  if (load(&st))
+    return -1;
 
   /* The baseline, unless a resumed run measured it already. */
   if (s->baseline_ms > 0) {
@@ -518,9 +534,14 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
       return -1;
   }
 
-  int rc = s->opts.strategy == KS_STRATEGY_BEAM ? ks_search_beam(&st) : ks_search_evolve(&st);
-  if (rc)
+  if (st.ranks && ks_search_ranks_begin(&st))
     return -1;
+  int rc = s->opts.strategy == KS_STRATEGY_BEAM ? ks_search_beam(&st) : ks_search_evolve(&st);
+  if (rc) {
+    if (st.ranks)
+      ks_search_ranks_abort(&st);
+    return -1;
+  }
   out->rounds_done = st.rounds_done;
   double t_search = ks_search_now();
   rc = choose_winner(&st);
@@ -534,19 +555,25 @@ int ks_search_run(ks_search *s, ks_arena *arena, ks_search_result *out) {
   return rc;
 }
 
-int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *insp,
-                      size_t ninsp, ks_rng *rng, unsigned want, int island, ks_nodes *out) {
+int ks_search_raw(search_state *st, ks_search_job *job, ks_proposals *props) {
   ks_search *s = st->s;
-  ks_proposals props = {0};
+  if (!job->parent)
+    return 0;
   /* Ask for more than wanted: some will be variants judged before. */
   double t0 = ks_search_now();
-  if (s->proposer->propose(s->proposer->self, s->ctx, parent, insp, ninsp, rng, want * 3,
-                           st->arena, &props))
+  if (s->proposer->propose(s->proposer->self, s->ctx, job->parent, job->insp, job->ninsp,
+                           &job->rng, job->want * 3, st->arena, props))
     return -1;
   st->t_propose += ks_search_now() - t0;
+  return 0;
+}
+
+int ks_search_select(search_state *st, const ks_search_job *job, ks_proposals *props,
+                     ks_nodes *out) {
+  ks_search *s = st->s;
   int added = 0;
-  for (size_t i = 0; i < props.len && (unsigned)added < want; i++) {
-    ks_proposal *p = &props.items[i];
+  for (size_t i = 0; i < props->len && (unsigned)added < job->want; i++) {
+    ks_proposal *p = &props->items[i];
     const char *hash = ks_variant_hash(st->arena, &p->variant);
     ks_node *known = ks_search_find(st, hash);
     if (known) {
@@ -565,13 +592,46 @@ int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *i
     }
     if (!p->variant.file)
       p->variant.file = ks_arena_printf(st->arena, "%s.variant.cu", s->kernel);
-    ks_node *n = ks_search_add(st, p->parent ? p->parent : parent, &p->variant, p->is_template,
-                               p->proposer ? p->proposer : s->proposer->name,
-                               p->technique, p->plan, (int)st->round, island);
+    ks_node *n = ks_search_add(st, p->parent ? p->parent : job->parent, &p->variant,
+                               p->is_template, p->proposer ? p->proposer : s->proposer->name,
+                               p->technique, p->plan, (int)st->round, job->island);
     if (!n)
       return -1;
     *ks_array_push(st->arena, out) = n;
     added++;
   }
   return added;
+}
+
+int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *insp,
+                      size_t ninsp, ks_rng *rng, unsigned want, int island, ks_nodes *out) {
+  ks_search_job job = {.parent = parent, .ninsp = ninsp, .rng = *rng, .want = want,
+                       .island = island};
+  for (size_t i = 0; i < ninsp && i < 8; i++)
+    job.insp[i] = insp[i];
+  ks_proposals props = {0};
+  int rc = ks_search_raw(st, &job, &props);
+  *rng = job.rng;
+  return rc ? -1 : ks_search_select(st, &job, &props, out);
+}
+
+int ks_search_round(search_state *st, ks_search_job *jobs, size_t njobs, ks_nodes *out,
+                    search_ints *owners) {
+  if (st->ranks)
+    return ks_search_ranks_round(st, jobs, njobs, out, owners);
+  if (!ks_search_budget_left(st))
+    return 1;
+  for (size_t j = 0; j < njobs; j++) {
+    ks_proposals props = {0};
+    size_t before = out->len;
+    if (ks_search_raw(st, &jobs[j], &props) || ks_search_select(st, &jobs[j], &props, out) < 0)
+      return -1;
+    for (size_t k = before; k < out->len; k++)
+      *ks_array_push(st->arena, owners) = jobs[j].island;
+  }
+  return 0;
+}
+
+int ks_search_judge_round(search_state *st, ks_node **nodes, size_t n) {
+  return st->ranks ? ks_search_ranks_judge(st, nodes, n) : ks_search_eval_batch(st, nodes, n);
 }

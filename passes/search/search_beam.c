@@ -25,20 +25,22 @@ int ks_search_beam(search_state *st) {
     beam[nbeam++] = st->seed;
 
   unsigned stalled = 0;
+  ks_search_job *jobs = ks_arena_alloc(st->arena, (width + 1) * sizeof *jobs);
   for (st->round = st->first_round ? st->first_round : 1; st->round <= o->rounds; st->round++) {
-    if (!ks_search_budget_left(st))
-      break;
-    ks_nodes batch = {0};
     for (size_t b = 0; b < nbeam; b++) {
-      ks_rng rng;
-      ks_rng_seed(&rng, o->seed, st->round, b);
-      const ks_node *insp[1];
-      size_t ninsp = 0;
+      ks_search_job *job = &jobs[b];
+      *job = (ks_search_job){.parent = beam[b], .want = o->proposals, .island = (int)b};
+      ks_rng_seed(&job->rng, o->seed, st->round, b);
       if (nbeam > 1)
-        insp[ninsp++] = beam[(b + 1) % nbeam];
-      if (ks_search_propose(st, beam[b], insp, ninsp, &rng, o->proposals, (int)b, &batch) < 0)
-        return -1;
+        job->insp[job->ninsp++] = beam[(b + 1) % nbeam];
     }
+    ks_nodes batch = {0};
+    search_ints owners = {0};
+    int rc = ks_search_round(st, jobs, nbeam, &batch, &owners);
+    if (rc < 0)
+      return -1;
+    if (rc > 0)
+      break;
     if (!batch.len) {
       if (++stalled >= 2) {
         st->res->exhausted = true;
@@ -49,7 +51,7 @@ int ks_search_beam(search_state *st) {
       continue;
     }
     stalled = 0;
-    if (ks_search_eval_batch(st, batch.items, batch.len))
+    if (ks_search_judge_round(st, batch.items, batch.len))
       return -1;
     /* The new beam: the best of the old beam and the children. */
     ks_node **pool = ks_arena_alloc(st->arena, (nbeam + batch.len + 1) * sizeof *pool);

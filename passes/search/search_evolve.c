@@ -85,6 +85,8 @@ static void island_place(evolve *ev, unsigned island, ks_node *n) {
 
 static ks_node *tournament(ks_rng *rng, const ks_nodes *pop) {
   ks_node *best = NULL;
+  if (!pop->len)
+    return NULL; /* only when a budget stopped the search before its seed */
   for (int k = 0; k < 3; k++) {
     ks_node *c = pop->items[ks_rng_below(rng, pop->len)];
     if (!best || ks_node_fitness(c) > ks_node_fitness(best))
@@ -136,31 +138,29 @@ int ks_search_evolve(search_state *st) {
 
   unsigned stalled = 0;
   ks_node *pool[CELLS];
+  ks_search_job *jobs = ks_arena_alloc(st->arena, nislands * sizeof *jobs);
   for (st->round = st->first_round ? st->first_round : 1; st->round <= o->rounds; st->round++) {
-    if (!ks_search_budget_left(st))
-      break;
-    ks_nodes batch = {0};
-    KS_ARRAY(int) owners = {0};
     for (unsigned i = 0; i < nislands; i++) {
-      ks_rng rng;
-      ks_rng_seed(&rng, o->seed, st->round, i);
+      ks_search_job *job = &jobs[i];
+      *job = (ks_search_job){.want = o->children, .island = (int)i};
+      ks_rng_seed(&job->rng, o->seed, st->round, i);
       const ks_nodes *pop = &ev.islands[i];
       size_t nel = elites(&ev, pool);
-      ks_node *parent = nel && ks_rng_unit(&rng) < 0.2 ? pool[ks_rng_below(&rng, nel)]
-                                                       : tournament(&rng, pop);
-      const ks_node *insp[8];
-      size_t ninsp = 0;
+      job->parent = nel && ks_rng_unit(&job->rng) < 0.2 ? pool[ks_rng_below(&job->rng, nel)]
+                                                         : tournament(&job->rng, pop);
       for (unsigned k = 0; k < o->inspirations && k < 8 && nel; k++) {
-        ks_node *e = pool[ks_rng_below(&rng, nel)];
-        if (e != parent)
-          insp[ninsp++] = e;
+        ks_node *e = pool[ks_rng_below(&job->rng, nel)];
+        if (e != job->parent)
+          job->insp[job->ninsp++] = e;
       }
-      size_t before = batch.len;
-      if (ks_search_propose(st, parent, insp, ninsp, &rng, o->children, (int)i, &batch) < 0)
-        return -1;
-      for (size_t k = before; k < batch.len; k++)
-        *ks_array_push(st->arena, &owners) = (int)i;
     }
+    ks_nodes batch = {0};
+    search_ints owners = {0};
+    int rc = ks_search_round(st, jobs, nislands, &batch, &owners);
+    if (rc < 0)
+      return -1;
+    if (rc > 0)
+      break;
     if (!batch.len) {
       /* Nothing new anywhere: the proposer has run out of ideas for every
        * parent drawn; a few more draws may find other parents. */
@@ -173,7 +173,7 @@ int ks_search_evolve(search_state *st) {
       continue;
     }
     stalled = 0;
-    if (ks_search_eval_batch(st, batch.items, batch.len))
+    if (ks_search_judge_round(st, batch.items, batch.len))
       return -1;
     for (size_t k = 0; k < batch.len; k++) {
       ks_node *n = batch.items[k];

@@ -28,7 +28,30 @@ typedef struct search_state {
    * (their evaluator failed), ks_search.retired or the search's own; NULL
    * with one. */
   bool *retired;
+  /* optimize --mpi (search_ranks.c): the ranks taking part in this search,
+   * in rank order, the same list on every rank (rank 0 sends it); the
+   * exchanges made so far (they number the messages); while a rank judges
+   * its share of a round, `share` collects the evaluations instead of
+   * committing them. */
+  ks_search_ranks *ranks;
+  int *live;
+  size_t nlive;
+  unsigned control, step;
+  struct rank_share *share;
 } search_state;
+
+typedef KS_ARRAY(int) search_ints;
+
+/* One request for children: what a strategy decided for an island (or a
+ * beam member) before the proposer is asked. */
+typedef struct ks_search_job {
+  ks_node *parent;
+  const ks_node *insp[8];
+  size_t ninsp;
+  ks_rng rng;              /* as the strategy left it */
+  unsigned want;
+  int island;
+} ks_search_job;
 
 double ks_search_now(void);
 /* Speedup for correct variants, -1 for the rest. */
@@ -65,6 +88,34 @@ void ks_search_report(search_state *st, bool round_done);
  * failure of the tool. */
 int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *insp,
                       size_t ninsp, ks_rng *rng, unsigned want, int island, ks_nodes *out);
+/* Its two halves: what the proposer makes of a job (asked for more than
+ * wanted), and the new ones kept, in order, up to job->want. */
+int ks_search_raw(search_state *st, ks_search_job *job, ks_proposals *props);
+int ks_search_select(search_state *st, const ks_search_job *job, ks_proposals *props,
+                     ks_nodes *out);
+
+/* A round's children from its jobs, in job order (owners[k]: the island of
+ * job that made child k). Returns 1 when a budget (or an interrupt) says
+ * the search stops before this round, 0 otherwise, -1 on a failure. */
+int ks_search_round(search_state *st, ks_search_job *jobs, size_t njobs, ks_nodes *out,
+                    search_ints *owners);
+/* The round's children judged: ks_search_eval_batch, or over the ranks. */
+int ks_search_judge_round(search_state *st, ks_node **nodes, size_t n);
+/* note_eval: a node's evaluation noted (counts, best). */
+void ks_search_note(search_state *st, ks_node *n, const ks_eval *e);
+
+/* search_ranks.c */
+/* Rank 0, once the seed is judged: the search's state to the others; they
+ * say whether they take part. Rank > 0: the state received in its place
+ * (the nodes, their evaluations, the round to go on from). */
+int ks_search_ranks_begin(search_state *st);
+int ks_search_ranks_round(search_state *st, ks_search_job *jobs, size_t njobs, ks_nodes *out,
+                          search_ints *owners);
+int ks_search_ranks_judge(search_state *st, ks_node **nodes, size_t n);
+/* Rank 0, when its search failed after begin: the others are told. */
+void ks_search_ranks_abort(search_state *st);
+/* ks_search_commit while a rank judges its share: keeps the evaluation. */
+int ks_search_ranks_keep(search_state *st, ks_node *node, const ks_eval *e);
 
 int ks_search_evolve(search_state *st);
 int ks_search_beam(search_state *st);
