@@ -129,17 +129,31 @@ static int cl_options(ks_ctx *ctx, const ks_cluster_options *o, ks_cluster *c) {
 /* Everything MPI after MPI_Init_thread, for ks_cluster_open: the error
  * handler, the communicator, rank, size, every rank's host name. */
 static int cl_join(ks_ctx *ctx, ks_cluster *c) {
+  /* Errors are returned from here on, not fatal to the process: a dead
+   * rank must not take the others along. */
   const char *what = "MPI_Comm_set_errhandler";
   int rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  if (!rc && (what = "MPI_Comm_dup", rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->comm)) == 0)
+  if (rc == 0) {
+    what = "MPI_Comm_dup";
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+  }
+  if (rc == 0)
     rc = MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-  if (!rc && (what = "MPI_Comm_rank", rc = MPI_Comm_rank(c->comm, &c->rank)) == 0)
+  if (rc == 0) {
+    what = "MPI_Comm_rank";
+    rc = MPI_Comm_rank(c->comm, &c->rank);
+  }
+  if (rc == 0)
     rc = MPI_Comm_size(c->comm, &c->size);
   char *names = NULL;
   char mine[MPI_MAX_PROCESSOR_NAME];
   memset(mine, 0, sizeof mine);
   int len = 0;
-  if (!rc && (what = "MPI_Get_processor_name", rc = MPI_Get_processor_name(mine, &len)) == 0) {
+  if (rc == 0) {
+    what = "MPI_Get_processor_name";
+    rc = MPI_Get_processor_name(mine, &len);
+  }
+  if (rc == 0) {
     names = ks_xcalloc((size_t)c->size, MPI_MAX_PROCESSOR_NAME);
     what = "MPI_Allgather of the host names";
     rc = MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME,

@@ -175,6 +175,8 @@ static void cl_take_data(ks_cluster *c, MPI_Message *msg, int src, int count) {
   if (in->posted == in->len)
     c->peers[src].incoming = NULL; /* the next data message starts another blob */
   cl_post(c, msg, in, at, count);
+  if (in->pending == 0 && c->peers[src].incoming != in)
+    cl_in_free(in); /* its last receive could not be posted (fatal): nothing holds it */
 }
 
 static void cl_take_message(ks_cluster *c, MPI_Message *msg, const MPI_Status *st) {
