@@ -55,7 +55,8 @@ for c in "${configs[@]}"; do
   launch=()
   devopt=(--devices "$devs")
   if [ "$devs" = rank ]; then
-    launch=("$mpirun" "${root[@]}" --enable-recovery -np 2)
+    launch=("$mpirun" "${root[@]}" --enable-recovery -np 2 -x PATH -x LD_LIBRARY_PATH)
+    [ -n "${KERNELSMITH_CLANG_RESOURCE_DIR:-}" ] && launch+=(-x KERNELSMITH_CLANG_RESOURCE_DIR)
     devopt=(--mpi)
   fi
   start=$(date +%s.%N)
