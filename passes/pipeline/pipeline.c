@@ -641,10 +641,9 @@ int ks_pipeline_follow(ks_pipeline *p) {
 static int decline_all(ks_pipeline *p, const char *why) {
   ks_ctx *ctx = p->job->ctx;
   const char *line = ks_arena_strdup(&p->arena, why);
-  ks_error(ctx, "%s; this rank takes part in no search", line);
   if (ks_search_ranks_decline_all(p->job->ranks, ctx, &p->arena, line))
     return -1;
-  return ks_fail(ctx, "%s", line);
+  return ks_fail(ctx, "%s; this rank took part in no search", line);
 }
 
 int ks_pipeline_optimize(ks_pipeline *p) {
