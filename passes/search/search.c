@@ -603,18 +603,6 @@ int ks_search_select(search_state *st, const ks_search_job *job, ks_proposals *p
   return added;
 }
 
-int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *insp,
-                      size_t ninsp, ks_rng *rng, unsigned want, int island, ks_nodes *out) {
-  ks_search_job job = {.parent = parent, .ninsp = ninsp, .rng = *rng, .want = want,
-                       .island = island};
-  for (size_t i = 0; i < ninsp && i < 8; i++)
-    job.insp[i] = insp[i];
-  ks_proposals props = {0};
-  int rc = ks_search_raw(st, &job, &props);
-  *rng = job.rng;
-  return rc ? -1 : ks_search_select(st, &job, &props, out);
-}
-
 int ks_search_round(search_state *st, ks_search_job *jobs, size_t njobs, ks_nodes *out,
                     search_ints *owners) {
   if (st->ranks)

@@ -83,13 +83,10 @@ bool ks_search_budget_left(search_state *st);
 bool ks_search_converged(search_state *st);
 void ks_search_report(search_state *st, bool round_done);
 
-/* Asks the proposer for children of `parent` and adds the new ones (not
- * seen before) to `out`, up to `want`. Returns the number added, -1 on a
- * failure of the tool. */
-int ks_search_propose(search_state *st, ks_node *parent, const ks_node *const *insp,
-                      size_t ninsp, ks_rng *rng, unsigned want, int island, ks_nodes *out);
-/* Its two halves: what the proposer makes of a job (asked for more than
- * wanted), and the new ones kept, in order, up to job->want. */
+/* A job's children, in two halves: what the proposer makes of it (asked
+ * for more than wanted; the ranks of --mpi exchange these), and the new
+ * ones kept, in order, up to job->want (adds the new ones, not seen
+ * before, to `out`; returns the number added, -1 on a failure). */
 int ks_search_raw(search_state *st, ks_search_job *job, ks_proposals *props);
 int ks_search_select(search_state *st, const ks_search_job *job, ks_proposals *props,
                      ks_nodes *out);

@@ -382,7 +382,6 @@ int ks_search_ranks_begin(search_state *st) {
     o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "live", live_json(st));
     text = print(a, o, &len);
-    st->step = STEP_START - 1; /* bcast sends at step + 1 */
     data = text;
     if (r->bcast(r->self, s->ctx, tag_of(st->control, STEP_START), &data, &len, a))
       return -1;
