@@ -446,7 +446,7 @@ static int get_u64(reader *r, const char *what, uint64_t *v) {
  * differ from the name a system call sees, so it is refused. */
 static int get_str(reader *r, const char *what, ks_arena *arena, const char **out,
                    size_t *len) {
-  uint32_t n;
+  uint32_t n = 0; /* set on success; gcc -O2 cannot see that */
   if (get_u32(r, what, &n))
     return -1;
   if (r->end - r->off < n)
@@ -531,8 +531,8 @@ static int parse_blob(ks_ctx *ctx, const void *data, size_t len, ks_arena *arena
   if (memcmp(p, MAGIC, sizeof MAGIC))
     return ks_fail(ctx, "mirror blob: not a mirror blob (bad magic)");
   reader r = {ctx, p, HEADER_SIZE, sizeof MAGIC};
-  uint32_t version, reserved;
-  uint64_t manifest, count;
+  uint32_t version = 0, reserved = 0;
+  uint64_t manifest = 0, count = 0;
   get_u32(&r, "version", &version);
   get_u32(&r, "reserved", &reserved);
   get_u64(&r, "manifest length", &manifest);
