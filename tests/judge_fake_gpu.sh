@@ -108,13 +108,15 @@ rc=$?
 # Warm timing: the small GELU's 512 KiB fit in the stand-in's 4 MiB L2, so
 # --warm times both kernels again without flushing and reports it beside
 # the (flushed) verdict; the large one's 32 MiB do not, and "warm" is null.
+# How many samples fit in --max-seconds depends on the machine's load (the
+# stand-in runs the kernels on the CPU), so only "timed at all" is asserted.
 warm() { # fixture variant [args...]
   local fixture=$1 variant=$2; shift 2
   "$bin" -q check gelu_forward_kernel --variant "$fixtures/fp64/$variant" --warm --seeds 1 \
     --max-seconds 0.3 --cache-dir "$tmp/cubins" "$@" "$fixture" 2>&1
 }
 got=$(warm "$fixtures/warm/gelu_small.cu" exp_tanh.cu --json |
-      field 'd["verdict"] in ("FAST", "SAME", "SLOW") and d["warm"]["bytes"] == 524288 and d["warm"]["speedup"] > 0 and d["warm"]["original_samples"] >= 10')
+      field 'd["verdict"] in ("FAST", "SAME", "SLOW") and d["warm"]["bytes"] == 524288 and d["warm"]["speedup"] > 0 and d["warm"]["original_samples"] >= 1')
 [ "$got" = True ] && ok "check --warm (fits in L2)" "timed warm" ||
   bad "check --warm (fits in L2)" "no warm timing in the JSON: ${got:-no JSON}"
 text=$(warm "$fixtures/warm/gelu_small.cu" exp_tanh.cu)
