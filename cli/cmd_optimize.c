@@ -28,6 +28,7 @@
 #include "ks_store.h"
 #include "ks_target.h"
 #include "ks_variant_file.h"
+#include "ranked.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc optimize [options] [PATH...]\n"
@@ -631,9 +632,11 @@ static int local_rank(const config *c) {
   return r > 0 && r < 4096 ? (int)r : 0;
 }
 
-/* A rank > 0 of --mpi: rank 0's command line, its files, a store of its
- * own that nobody reads (rank 0 owns the run's), and no table at the end. */
-static int run_follower(ks_ctx *ctx, ks_pipeline_ranks *ranks) {
+/* A rank > 0 of --mpi, of optimize or tune (ranked.h): rank 0's optimize
+ * command line (tune's rank 0 makes one for its search), its files, a
+ * store of its own that nobody reads (rank 0 owns the run's), and no table
+ * at the end. */
+int ks_optimize_follow(ks_ctx *ctx, ks_pipeline_ranks *ranks) {
   config c = {0};
   ks_arena a = KS_ARENA_INIT;
   const char *text, *cwd;
@@ -659,6 +662,10 @@ static int run_follower(ks_ctx *ctx, ks_pipeline_ranks *ranks) {
     goto fail;
   }
   made = true;
+  struct sigaction sa = {0};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   ks_pipeline_job job = {.ctx = ctx, .scan = &c.src.scan, .kernels = &c.kernels,
                          .search = c.search, .tuning = c.tuning, .proposer = c.proposer,
                          .llm = &c.llm, .llm_cache = (ks_llm_cache_mode)c.llm_cache,
@@ -692,47 +699,8 @@ out:
 
 static int run_ranked(ks_ctx *ctx, int argc, char **argv, ks_pipeline_ranks *ranks);
 
-
 static int run(ks_ctx *ctx, int argc, char **argv) {
-  /* --mpi: which rank this is must be known before anything is read, since
-   * only rank 0 reads its command line, its store and the project. */
-  bool mpi = false;
-  double timeout = 0;
-  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-    if (!strcmp(argv[i], "--mpi"))
-      mpi = true;
-    else if (!strcmp(argv[i], "--mpi-timeout") && i + 1 < argc)
-      timeout = strtod(argv[i + 1], NULL);
-    else if (!strncmp(argv[i], "--mpi-timeout=", 14))
-      timeout = strtod(argv[i] + 14, NULL);
-  }
-  if (!mpi)
-    return run_ranked(ctx, argc, argv, NULL);
-  ks_pipeline_ranks *ranks;
-  if (ks_pipeline_ranks_open(ctx, timeout, &ranks)) {
-    ks_error(ctx, "%s", ctx->error);
-    return KS_EXIT_FAILURE;
-  }
-  int rank = ks_pipeline_ranks_rank(ranks);
-  struct sigaction sa = {0};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  int rc;
-  if (rank > 0) {
-    /* Its messages say which rank and host they come from. */
-    char prog[256];
-    snprintf(prog, sizeof prog, "%s (rank %d on %s)", ctx->prog, rank,
-             ks_pipeline_ranks_host(ranks, rank));
-    const char *was = ctx->prog;
-    ctx->prog = prog;
-    rc = run_follower(ctx, ranks);
-    ctx->prog = was;
-  } else {
-    rc = run_ranked(ctx, argc, argv, ranks);
-  }
-  ks_pipeline_ranks_close(ranks, ctx);
-  return rc;
+  return ks_ranked_run(ctx, argc, argv, run_ranked);
 }
 
 static int run_ranked(ks_ctx *ctx, int argc, char **argv, ks_pipeline_ranks *ranks) {

@@ -19,6 +19,7 @@
 #include "ks_profile_run.h"
 #include "ks_source_args.h"
 #include "ks_store.h"
+#include "ranked.h"
 
 static const char usage[] =
     "usage: kernelsmith-cc tune [options] [PATH...] -- CMD [ARGS...]\n"
@@ -65,6 +66,12 @@ static const char usage[] =
     "                       for optimize)\n"
     "      --stand-in-judge judge with a deterministic stand-in instead of the GPU\n"
     "                       (for tests; its numbers are not measurements)\n"
+    "      --mpi            one rank of `mpirun -np N kernelsmith-cc tune --mpi`: rank\n"
+    "                       0 runs the program and every phase; the search is\n"
+    "                       spread over all ranks as optimize --mpi spreads it\n"
+    "                       (docs/optimize.md, \"Several hosts\")\n"
+    "      --mpi-timeout S  a rank silent this long is lost and rank 0 takes over\n"
+    "                       its share (default 60)\n"
     KS_SOURCE_HELP
     "  -h, --help           show this help\n"
     "\n"
@@ -98,13 +105,16 @@ typedef struct config {
   int devices[KS_MAX_WORKERS]; /* --devices; ndevices 0: --device alone */
   size_t ndevices;
   bool all_devices, device_given;
+  const char *devices_text;   /* --devices as given, for the other ranks */
+  bool mpi;                   /* --mpi: one rank of an mpirun job */
+  double mpi_timeout;         /* --mpi-timeout; 0: the cluster's default */
   char **cmd;
   int ncmd;
 } config;
 
 enum { OPT_TOP = 300, OPT_MIN_SHARE, OPT_MAX_SECONDS, OPT_ROUNDS, OPT_PROPOSER, OPT_SEED,
        OPT_CAPTURE_LIMIT, OPT_CAPTURE_WINDOW, OPT_RESUME, OPT_STORE, OPT_JSON, OPT_DEVICE,
-       OPT_STANDIN, OPT_DEVICES };
+       OPT_STANDIN, OPT_DEVICES, OPT_MPI, OPT_MPI_TIMEOUT };
 
 /* Parses argv into `c`: 0, KS_EXIT_USAGE, or -2 for --help. */
 static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
@@ -123,6 +133,8 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
                                        {"device", required_argument, NULL, OPT_DEVICE},
                                        {"devices", required_argument, NULL, OPT_DEVICES},
                                        {"stand-in-judge", no_argument, NULL, OPT_STANDIN},
+                                       {"mpi", no_argument, NULL, OPT_MPI},
+                                       {"mpi-timeout", required_argument, NULL, OPT_MPI_TIMEOUT},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   /* Options and paths stop at "--". */
@@ -227,7 +239,19 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
                               "--devices takes all or CUDA devices 0 to 255 as 0,1,... (at most "
                               "%d), not '%s'",
                               KS_MAX_WORKERS, optarg);
+      c->devices_text = ks_arena_strdup(&c->arena, optarg);
       break;
+    case OPT_MPI:
+      c->mpi = true;
+      break;
+    case OPT_MPI_TIMEOUT: {
+      char *rest;
+      c->mpi_timeout = strtod(optarg, &rest);
+      if (rest == optarg || *rest || !(c->mpi_timeout > 0) || c->mpi_timeout > 86400)
+        return ks_usage_error(ctx, &ks_cmd_tune,
+                              "--mpi-timeout takes seconds, more than 0, not '%s'", optarg);
+      break;
+    }
     case OPT_STANDIN:
       c->standin = true;
       break;
@@ -250,6 +274,8 @@ static int parse(ks_ctx *ctx, int argc, char **argv, config *c) {
   if (c->device_given && (c->ndevices || c->all_devices))
     return ks_usage_error(ctx, &ks_cmd_tune, "--device and --devices both choose the devices; "
                                              "give one of them");
+  if (!c->mpi && c->mpi_timeout > 0)
+    return ks_usage_error(ctx, &ks_cmd_tune, "--mpi-timeout goes with --mpi");
   return 0;
 }
 
@@ -285,6 +311,28 @@ static const char *argv_json(ks_arena *a, int argc, char **argv) {
   const char *r = ks_arena_strdup(a, text);
   free(text);
   return r;
+}
+
+/* tune --mpi: the optimize options the other ranks search with, as rank 0
+ * searches (ks_optimize_follow parses them; the search phase adds the hot
+ * kernels and the capture). Made from what was parsed, not copied from
+ * argv, so that tune's own options (and their abbreviations) stay out. */
+static void follow_argv(const config *c, double sample_seconds, ks_arena *a, ks_strings *out) {
+  *ks_array_push(a, out) = "--rounds";
+  *ks_array_push(a, out) = ks_arena_printf(a, "%u", c->search.rounds);
+  *ks_array_push(a, out) = "--seed";
+  *ks_array_push(a, out) = ks_arena_printf(a, "%llu", (unsigned long long)c->search.seed);
+  *ks_array_push(a, out) = "--proposer";
+  *ks_array_push(a, out) = ks_proposer_kind_name(c->proposer);
+  *ks_array_push(a, out) = ks_arena_printf(a, "--max-seconds=%.17g", c->max_seconds);
+  *ks_array_push(a, out) = ks_arena_printf(a, "--sample-seconds=%.17g", sample_seconds);
+  if (c->standin)
+    *ks_array_push(a, out) = "--stand-in-judge";
+  if (c->device_given)
+    *ks_array_push(a, out) = ks_arena_printf(a, "--device=%d", c->device);
+  if (c->devices_text)
+    *ks_array_push(a, out) = ks_arena_printf(a, "--devices=%s", c->devices_text);
+  ks_source_args_words(&c->src, a, out);
 }
 
 /* The newest tune of the store that did not finish, and its command line
@@ -529,7 +577,7 @@ static int write_json(ks_ctx *ctx, const char *path, const ks_tune_result *r, co
   return rc;
 }
 
-static int run_tune(ks_ctx *ctx, int argc, char **argv) {
+static int run_tune(ks_ctx *ctx, int argc, char **argv, ks_pipeline_ranks *ranks) {
   config c = {0};
   c.arena = (ks_arena)KS_ARENA_INIT;
   int rc = parse(ctx, argc, argv, &c);
@@ -549,17 +597,19 @@ static int run_tune(ks_ctx *ctx, int argc, char **argv) {
   if (c.resume) {
     for (int i = 1; i < argc; i++) {
       const char *s = argv[i];
-      if (!strcmp(s, "--resume") || !strncmp(s, "--store=", 8) || !strncmp(s, "--json=", 7))
+      if (!strcmp(s, "--resume") || !strncmp(s, "--store=", 8) || !strncmp(s, "--json=", 7) ||
+          !strcmp(s, "--mpi") || !strncmp(s, "--mpi-timeout=", 14))
         continue;
-      if ((!strcmp(s, "--store") || !strcmp(s, "--json")) && i + 1 < argc) {
+      if ((!strcmp(s, "--store") || !strcmp(s, "--json") || !strcmp(s, "--mpi-timeout")) &&
+          i + 1 < argc) {
         i++;
         continue;
       }
       config_release(&c);
       ks_arena_release(&a);
       return ks_usage_error(ctx, &ks_cmd_tune,
-                            "--resume takes no options but --store and --json (the tune keeps "
-                            "its own), not '%s'", s);
+                            "--resume takes no options but --store, --json and --mpi (the tune "
+                            "keeps its own), not '%s'", s);
     }
     const char *json = c.json ? ks_arena_strdup(&a, c.json) : NULL;
     int sargc = 0;
@@ -614,6 +664,13 @@ static int run_tune(ks_ctx *ctx, int argc, char **argv) {
       .phase_arg = &u};
   ks_llm_config llm = {0};
   o.job.llm = &llm;
+  ks_strings follow = {0};
+  if (ranks) {
+    follow_argv(&c, jo.timing.max_seconds, &a, &follow);
+    o.ranks = ranks;
+    o.follow_argv = follow.items;
+    o.follow_argc = follow.len;
+  }
   ks_tune_result r;
   if (ks_tune_run(ctx, &o, &a, &r)) {
     ks_progress_end(&u.line);
@@ -651,6 +708,10 @@ static int run_tune(ks_ctx *ctx, int argc, char **argv) {
   return rc;
 }
 
+static int run(ks_ctx *ctx, int argc, char **argv) {
+  return ks_ranked_run(ctx, argc, argv, run_tune);
+}
+
 const ks_command ks_cmd_tune = {
     "tune", "profile a program, optimize its hot kernels, verify them in it: one command",
-    usage, run_tune};
+    usage, run};

@@ -41,5 +41,8 @@ bool ks_source_args_option(ks_source_args *a, int c, const char *arg);
 /* argv[first..] are the paths; none means the current directory. */
 void ks_source_args_paths(ks_source_args *a, int argc, char **argv, int first);
 void ks_source_args_release(ks_source_args *a);
+/* The words that parse back into the same scan options (the paths last),
+ * appended to *out: a command line another process runs (tune --mpi). */
+void ks_source_args_words(const ks_source_args *a, ks_arena *arena, ks_strings *out);
 
 #endif

@@ -50,3 +50,15 @@ void ks_source_args_release(ks_source_args *a) {
   free(a->extra);
   memset(a, 0, sizeof *a);
 }
+
+void ks_source_args_words(const ks_source_args *a, ks_arena *arena, ks_strings *out) {
+  if (a->scan.build_dir)
+    *ks_array_push(arena, out) = ks_arena_printf(arena, "--build-dir=%s", a->scan.build_dir);
+  if (a->scan.no_compdb)
+    *ks_array_push(arena, out) = "--no-compdb";
+  /* -I and -D were kept as one argument each ("-Ipath"): the same there. */
+  for (size_t i = 0; i < a->scan.nextra; i++)
+    *ks_array_push(arena, out) = ks_arena_printf(arena, "--extra-arg=%s", a->scan.extra_args[i]);
+  for (size_t i = 0; i < a->scan.npaths; i++)
+    *ks_array_push(arena, out) = a->scan.paths[i];
+}

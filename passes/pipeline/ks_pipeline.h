@@ -359,6 +359,14 @@ typedef struct ks_tune_options {
    * done (ran false, done true); may be NULL. */
   void (*phase)(void *arg, ks_tune_phase p, bool done);
   void *phase_arg;
+  /* tune --mpi: the job's ranks (NULL: alone; this is rank 0) and the
+   * optimize options the other ranks search with, as rank 0 does; the
+   * search phase sends them with the hot kernels and the capture added
+   * (the others run optimize's follower, which parses them). Every other
+   * phase runs here alone. */
+  ks_pipeline_ranks *ranks;
+  const char *const *follow_argv;
+  size_t follow_argc;
 } ks_tune_options;
 
 /* One hot kernel's line in tune's table. */

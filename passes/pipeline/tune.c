@@ -475,6 +475,40 @@ static ks_tune_kernel *line_of(tune *t, const char *name) {
 }
 
 /* optimize: the pipeline's stages on the picks, with the capture. */
+/* tune --mpi: the other ranks are sent the search's command line (the
+ * follow options, the hot kernels, the capture) and the files it reads;
+ * then they follow each search this rank starts. */
+static int share_search(tune *t, ks_pipeline_job *job) {
+  ks_tune_options *o = t->o;
+  cJSON *root = cJSON_CreateObject();
+  cJSON *argv = cJSON_AddArrayToObject(root, "argv");
+  for (size_t i = 0; i < o->follow_argc; i++)
+    cJSON_AddItemToArray(argv, cJSON_CreateString(o->follow_argv[i]));
+  for (size_t i = 0; i < job->kernels->len; i++) {
+    cJSON_AddItemToArray(argv, cJSON_CreateString("--kernel"));
+    cJSON_AddItemToArray(argv, cJSON_CreateString(job->kernels->items[i]));
+  }
+  for (size_t i = 0; i < job->captures->len; i++)
+    cJSON_AddItemToArray(argv, cJSON_CreateString(ks_arena_printf(t->a, "--capture=%s",
+                                                                 job->captures->items[i])));
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd))
+    cJSON_AddStringToObject(root, "cwd", cwd);
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  const char *ignored;
+  int rc = ks_pipeline_ranks_argv(o->ranks, t->ctx, text, t->a, &ignored);
+  free(text);
+  /* Rank 0 only reads the scan options and the captures (copies: the
+   * others' are rewritten to their copy of the files). */
+  ks_scan_options scan = *job->scan;
+  ks_strings caps = *job->captures;
+  if (rc || ks_pipeline_ranks_inputs(o->ranks, t->ctx, &scan, &caps, t->a))
+    return -1;
+  job->ranks = ks_pipeline_ranks_search(o->ranks);
+  return 0;
+}
+
 static int tune_optimize(tune *t) {
   ks_ctx *ctx = t->ctx;
   const char *data = NULL;
@@ -522,6 +556,11 @@ static int tune_optimize(tune *t) {
   job.resume_run = t->run;
   job.command = "tune";
   job.resume_hint = "kernelsmith-cc tune --resume";
+  if (t->o->ranks && share_search(t, &job)) {
+    t->r->failure = ks_arena_strdup(t->a, t->ctx->error);
+    t->stop = true;
+    return 0;
+  }
   ks_pipeline p;
   ks_pipeline_init(&p, &job);
   int rc = 0;

@@ -260,8 +260,8 @@ static cJSON *bcast(search_state *st, const char *text, size_t len) {
   if (rc < 0)
     return NULL;
   if (rc > 0) {
-    ks_fail(st->s->ctx, "%s: rank 0 is lost; this rank stops (optimize --resume on rank 0 goes "
-                        "on where the search stopped)",
+    ks_fail(st->s->ctx, "%s: rank 0 is lost; this rank stops (the command with --resume, under "
+                        "mpirun, goes on where the search stopped)",
             st->s->kernel);
     return NULL;
   }
@@ -448,8 +448,8 @@ int ks_search_ranks_next(ks_search_ranks *r, ks_ctx *ctx, ks_arena *arena, const
   if (rc < 0)
     return -1;
   if (rc > 0)
-    return ks_fail(ctx, "rank 0 is lost; this rank stops (optimize --resume on rank 0 goes on "
-                        "where the search stopped)");
+    return ks_fail(ctx, "rank 0 is lost; this rank stops (the command with --resume, under "
+                        "mpirun, goes on where the search stopped)");
   r->controls = control;
   cJSON *o = data && len ? cJSON_ParseWithLength(data, len) : NULL;
   if (!o)
