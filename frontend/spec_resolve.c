@@ -437,6 +437,35 @@ static double default_tolerance(ks_dtype t, bool relative) {
   return relative ? rtol : atol;
 }
 
+/* Up to what magnitude type `t` holds every integer exactly (f32: 2^24);
+ * an integer type holds every value of its range, checked already. */
+static double exact_int_limit(ks_dtype t) {
+  switch (t) {
+  case KS_DT_F16: return 2048.0;
+  case KS_DT_BF16: return 256.0;
+  case KS_DT_F32: return 16777216.0;
+  case KS_DT_F64: return 9007199254740992.0;
+  default: return INFINITY;
+  }
+}
+
+/* ks_wbuffer.ints_*: what the worker's fill (backend/worker/fill.c) puts
+ * in an input of this distribution, when that is integers from `first` to
+ * `last`: int and sorted_int draw integers (stored as they are in a float
+ * buffer), uniform draws them for an integer type only, iota counts from
+ * its start, a permutation holds 0..count-1, const its value. A float type
+ * must hold the bounds exactly, or rounding could leave [first, last]. */
+static void known_ints(ks_wbuffer *wb, ks_dist_kind kind, double first, double last) {
+  bool ints = kind == KS_DIST_INT || kind == KS_DIST_SORTED_INT || kind == KS_DIST_IOTA ||
+              kind == KS_DIST_PERMUTATION || kind == KS_DIST_CONSTANT ||
+              (kind == KS_DIST_UNIFORM && !ks_dtype_is_float(wb->dtype));
+  double limit = exact_int_limit(wb->dtype);
+  wb->ints_known = ints && wb->count > 0 && first == floor(first) && last == floor(last) &&
+                   first <= last && fabs(first) <= limit && fabs(last) <= limit;
+  wb->ints_lo = wb->ints_known ? first : 0;
+  wb->ints_hi = wb->ints_known ? last : 0;
+}
+
 /* Evaluates a buffer's distribution and checks that its values fit. */
 static int resolve_dist(resolver *r, const ks_spec_buffer *sb, ks_wbuffer *wb) {
   const ks_dist *d = &sb->dist;
@@ -510,6 +539,7 @@ static int resolve_dist(resolver *r, const ks_spec_buffer *sb, ks_wbuffer *wb) {
   if (bad)
     return ks_spec_fail(r->ctx, r->spec->file, sb->line, "size '%s': buffer '%s': %s",
                         r->size->name, sb->param, bad);
+  known_ints(wb, d->kind, first, last);
   return 0;
 }
 

@@ -15,7 +15,12 @@
  * scalars: `n`, `n + 1` or `rows * cols` whose value fills the parameter's
  * part of its allocation exactly (or up to a rounded allocation's slack),
  * in every captured launch, and nothing else does as well. Where nothing fits, the length is unknown and a guard that
- * needs it fails, in the judge and in apply alike. */
+ * needs it fails, in the judge and in apply alike.
+ *
+ * What the snapshots hold is read too, as evidence for the rules: whether
+ * a buffer holds only integers, and their range (ks_wbuffer.ints_*; a
+ * float image of 0..255 lets lookup_table tabulate it). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,6 +329,107 @@ static int launch_workload(ks_ctx *ctx, const ks_capture *cap, const ks_capture_
   return 0;
 }
 
+/* ---- what a snapshot says of its values ----------------------------------- */
+
+/* ks_wbuffer.ints_*: whether every element of the snapshot taken before
+ * the launch is a finite integer, and their range. This is evidence for a
+ * rewrite's choices only (lookup_table tabulates a float image that holds
+ * 0..255), never for correctness: a variant that uses it stays exact for
+ * any value, so a snapshot too large to read whole may be sampled. Up to
+ * INTS_SAMPLE elements are read whole, a larger one in INTS_RUNS runs
+ * spread evenly over it, INTS_SAMPLE elements in all. */
+enum { INTS_SAMPLE = 1 << 20, INTS_RUNS = 1024 };
+
+typedef struct ints_seen {
+  bool ints;     /* every element seen is a finite integer */
+  double lo, hi;
+  unsigned long long seen;
+} ints_seen;
+
+/* The types whose values are looked at: not the halves, which no
+ * rewrite keys a table by. */
+static bool ints_readable(ks_dtype t) {
+  return t != KS_DT_NONE && t != KS_DT_F16 && t != KS_DT_BF16;
+}
+
+/* The element at `p` of a readable type, as a double. */
+static double element_value(ks_dtype t, const unsigned char *p) {
+  switch (t) {
+  case KS_DT_F32: { float x; memcpy(&x, p, 4); return x; }
+  case KS_DT_F64: { double x; memcpy(&x, p, 8); return x; }
+  case KS_DT_U64: { unsigned long long x; memcpy(&x, p, 8); return (double)x; }
+  default: return (double)scalar_value(t, p).i;
+  }
+}
+
+static void see_ints(ints_seen *s, ks_dtype t, const unsigned char *p, size_t n) {
+  size_t es = ks_dtype_size(t);
+  for (size_t i = 0; i < n && s->ints; i++) {
+    double v = element_value(t, p + i * es);
+    if (!isfinite(v) || v != floor(v)) {
+      s->ints = false;
+      break;
+    }
+    v += 0.0; /* -0.0 is the integer 0 */
+    s->lo = s->seen && s->lo < v ? s->lo : v;
+    s->hi = s->seen && s->hi > v ? s->hi : v;
+    s->seen++;
+  }
+}
+
+/* Evenly spread runs of a snapshot too large to read whole, through the
+ * capture's open file as ks_capture_read_blob reads it (without its CRC,
+ * which covers the whole blob: evidence needs none). A run that cannot be
+ * read leaves nothing known. */
+static void see_ints_sampled(ks_capture *cap, const ks_capture_blob *b, ks_dtype t,
+                             ints_seen *s) {
+  size_t es = ks_dtype_size(t);
+  unsigned long long n = b->size / es, run = INTS_SAMPLE / INTS_RUNS;
+  unsigned char *buf = malloc(run * es);
+  if (!buf) {
+    s->ints = false;
+    return;
+  }
+  for (unsigned long long r = 0; r < INTS_RUNS && s->ints; r++) {
+    unsigned long long from = (n - run) * r / (INTS_RUNS - 1);
+    if (fseek(cap->file, (long)(b->offset + from * es), SEEK_SET) ||
+        fread(buf, es, run, cap->file) != run)
+      s->ints = false;
+    else
+      see_ints(s, t, buf, run);
+  }
+  free(buf);
+}
+
+/* Sets wb->ints_* from snapshot `id`: from `bytes` when the caller has
+ * read it already (all of it is looked at), else read whole or sampled. */
+static int snapshot_ints(ks_ctx *ctx, ks_capture *cap, unsigned long long id,
+                         const unsigned char *bytes, size_t nbytes, ks_wbuffer *wb) {
+  wb->ints_known = false;
+  wb->ints_lo = wb->ints_hi = 0;
+  const ks_capture_blob *b = ks_capture_blob_find(cap, id);
+  size_t es = ks_dtype_size(wb->dtype);
+  if (!b || !es || !ints_readable(wb->dtype))
+    return 0;
+  ints_seen s = {.ints = true};
+  if (bytes) {
+    see_ints(&s, wb->dtype, bytes, nbytes / es);
+  } else if (b->size / es <= INTS_SAMPLE) {
+    unsigned char *all = NULL;
+    size_t len = 0;
+    if (ks_capture_read_blob(ctx, cap, id, &all, &len))
+      return -1;
+    see_ints(&s, wb->dtype, all, len / es);
+    free(all);
+  } else {
+    see_ints_sampled(cap, b, wb->dtype, &s);
+  }
+  wb->ints_known = s.ints && s.seen > 0;
+  wb->ints_lo = wb->ints_known ? s.lo : 0;
+  wb->ints_hi = wb->ints_known ? s.hi : 0;
+  return 0;
+}
+
 /* ---- the bytes a captured launch must move --------------------------------- */
 
 /* The elements of `size`-byte width that differ between two snapshots. */
@@ -336,7 +442,9 @@ static unsigned long long changed_elements(const unsigned char *x, const unsigne
 }
 
 /* What the roofline and the physical floor need for a captured launch
- * (docs/judge.md, "Captured workloads"), at least what it must move: each
+ * (docs/judge.md, "Captured workloads"), at least what it must move; and,
+ * from the same reads, what each buffer's values are before the launch
+ * (snapshot_ints). At least what it must move: each
  * buffer the launch changed, the elements it changed (the snapshots before
  * and after say which); each buffer it left alone, read once over the
  * lengths its parameters are known to have (the spec's, or those inferred
@@ -348,7 +456,7 @@ static int capture_bytes_min(ks_ctx *ctx, ks_capture *cap, const ks_capture_laun
                              const ptype *types, ks_workload *w) {
   unsigned long long total = 0;
   for (size_t b = 0; b < w->buffers.len; b++) {
-    const ks_wbuffer *wb = &w->buffers.items[b];
+    ks_wbuffer *wb = &w->buffers.items[b];
     size_t esize = ks_dtype_size(wb->dtype);
     unsigned long long bytes = wb->count * esize, changed = 0, read = 0;
     const ks_capture_param *first = NULL;
@@ -372,8 +480,13 @@ static int capture_bytes_min(ks_ctx *ctx, ks_capture *cap, const ks_capture_laun
       }
       if (nb == na && esize)
         changed = changed_elements(before, after, nb, esize) * esize;
+      int rc = snapshot_ints(ctx, cap, first->before, before, nb, wb);
       free(before);
       free(after);
+      if (rc)
+        return -1;
+    } else if (first && snapshot_ints(ctx, cap, first->before, NULL, 0, wb)) {
+      return -1;
     }
     total += changed ? changed : read < bytes ? read : bytes;
   }

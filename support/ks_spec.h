@@ -141,6 +141,19 @@ typedef struct ks_wbuffer {
    * for the replay check (the original must reproduce it); NULL: none. */
   const char *expect_file;
   unsigned long long expect_offset;
+  /* What is known of an input's values (in and inout): ints_known says
+   * every element is an integer in [ints_lo, ints_hi], exactly as the
+   * element type holds it (a float 3.0f, not 3.25f; -0.0 counts as 0).
+   * From a spec, the distributions that fill integers (int, uniform over
+   * an integer type, iota, permutation, sorted_int, an integral const)
+   * where the element type holds each value exactly; from a capture, the
+   * snapshot taken before the launch where every element is a finite
+   * integer (a huge snapshot is sampled, so this is likely, not proven). Evidence for a rewrite's choices only (lookup_table
+   * keys a table by a float pixel that holds 0..255): a variant that
+   * relies on it must stay correct for any value. false: nothing known.
+   * The main process's alone: not on the wire. */
+  bool ints_known;
+  double ints_lo, ints_hi;
 } ks_wbuffer;
 typedef KS_ARRAY(ks_wbuffer) ks_wbuffers;
 

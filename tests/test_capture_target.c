@@ -4,7 +4,8 @@
  * allocation with offsets, roles from const, scalars by value, the launch
  * as captured, the instance of a template from its mangled name, lengths
  * inferred from the scalars (or unknown), guards evaluated over aliasing
- * parameters, unusable launches left out, and the one line a kernel with
+ * parameters, unusable launches left out, what a snapshot says of its
+ * values (integers and their range), and the one line a kernel with
  * neither spec nor capture gets. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -739,6 +741,84 @@ static void length_from_extent(void **state) {
   ks_arena_release(&a);
 }
 
+/* row_sums launch `k` whose `a` holds the n floats at `vals` (snapshotted
+ * after the launch too, unless `no_after`), y zeros. */
+static void row_sums_launch(cap *c, unsigned k, const float *vals, size_t n, bool no_after) {
+  float y[16] = {0};
+  unsigned long long ba = blob(c, vals, n * 4), by = blob(c, y, sizeof y);
+  ks_capture_launch l = {.kernel = "_Z8row_sumsPKfPf", .launch = k, .grid = {1, 1, 1},
+                         .block = {32, 1, 1}, .api = "cuLaunchKernel",
+                         .bytes_needed = n * 4 + sizeof y};
+  unsigned long long base = 0x10000000ull * (k + 1);
+  ptr(c, &l, base, n * 4, 0, ba, no_after ? 0 : ba);
+  ptr(c, &l, base + 0x8000000ull, sizeof y, 0, by, by);
+  assert_int_equal(ks_capture_write_launch(&c->ctx, &c->w, &l), 0);
+}
+
+/* What a snapshot says of its values (ks_wbuffer.ints_*): a float buffer
+ * of integers (-0.0 among them) has them, with their range, whether its
+ * snapshot was read for the bytes the launch changed, read for this alone,
+ * or sampled (too large to read); one 0.5, a NaN or an infinity and
+ * nothing is known; nor where a sampled run meets a 0.5. */
+static void snapshot_values(void **state) {
+  (void)state;
+  const char *path = tmp("values.kscap");
+  cap c;
+  cap_open(&c, path);
+  float ints[128], half[128], nan_[128], inf_[128];
+  for (int i = 0; i < 128; i++)
+    ints[i] = half[i] = nan_[i] = inf_[i] = (float)((i * 37) % 251 + 3);
+  ints[5] = -0.0f;
+  half[77] = 0.5f;
+  nan_[127] = NAN;
+  inf_[0] = INFINITY;
+  row_sums_launch(&c, 0, ints, 128, false);
+  row_sums_launch(&c, 1, half, 128, false);
+  row_sums_launch(&c, 2, nan_, 128, false);
+  row_sums_launch(&c, 3, inf_, 128, false);
+  row_sums_launch(&c, 4, ints, 128, true); /* read for this alone */
+  /* 2^21 + 3 floats: sampled, 1024 runs of 1024 from the first element
+   * to the last */
+  size_t big = ((size_t)1 << 21) + 3;
+  float *many = malloc(big * sizeof *many);
+  assert_non_null(many);
+  for (size_t i = 0; i < big; i++)
+    many[i] = (float)(i % 1000);
+  many[big - 1] = 4000.0f;
+  row_sums_launch(&c, 5, many, big, true);
+  many[1] = 0.5f;
+  row_sums_launch(&c, 6, many, big, true);
+  free(many);
+  cap_close(&c);
+
+  ks_capture cp;
+  ks_arena a = KS_ARENA_INIT;
+  ks_target t;
+  open_captured(path, "row_sums", &cp, &a, &t, 0);
+  assert_int_equal(t.nworkloads, 7);
+  struct {
+    bool known;
+    double lo, hi;
+  } want[] = {{true, 0, 252}, {false, 0, 0}, {false, 0, 0}, {false, 0, 0},
+              {true, 0, 252}, {true, 0, 4000}, {false, 0, 0}};
+  for (size_t k = 0; k < 7; k++) {
+    const ks_wbuffer *b = &t.workloads[k].buffers.items[0];
+    assert_int_equal(b->dtype, KS_DT_F32);
+    if (b->ints_known != want[k].known || b->ints_lo != want[k].lo || b->ints_hi != want[k].hi)
+      fail_msg("launch %zu: known %d [%g, %g], want %d [%g, %g]", k, b->ints_known, b->ints_lo,
+               b->ints_hi, want[k].known, want[k].lo, want[k].hi);
+    /* -0.0 is the integer 0, not a lower bound of -0 */
+    assert_false(signbit(b->ints_lo));
+    /* y, zeros */
+    const ks_wbuffer *y = &t.workloads[k].buffers.items[1];
+    assert_true(y->ints_known);
+    assert_true(y->ints_lo == 0 && y->ints_hi == 0);
+  }
+  ks_target_close(&t);
+  ks_capture_close(&cp);
+  ks_arena_release(&a);
+}
+
 /* Without a capture, a kernel with no spec is told both ways to get one. */
 static void neither(void **state) {
   (void)state;
@@ -765,6 +845,7 @@ int main(void) {
       cmocka_unit_test(windowed_allocation),
       cmocka_unit_test(typedef_element_type),
       cmocka_unit_test(length_from_extent),
+      cmocka_unit_test(snapshot_values),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -608,6 +608,58 @@ static void narrow_floats_refuse_what_they_cannot_hold(void **state) {
 }
 
 /* `instance` on a kernel that is not a template would be ignored. */
+/* What a spec says of an input's values (ks_wbuffer.ints_*): the
+ * distributions that fill integers, where the element type holds each
+ * exactly; nothing for the others. */
+static void inputs_known_to_hold_integers(void **state) {
+  (void)state;
+  const ks_kernel *saxpy = kernel_in(&apps, "saxpy_kernel");
+  const ks_kernel *bf16 = kernel_in(&fixtures, "row_sum_bf16");
+  static const char sx[] = "size timed: n = 100\nscalar a = 2\ninout y[n]\n"
+                           "launch grid = 1, block = 1\nin x[n] ";
+  static const char bf[] = "size timed: rows = 4, cols = 8\nout out[rows]\n"
+                           "launch grid = rows, block = 32\nin in[rows * cols] ";
+  static const struct {
+    bool is_bf16;
+    const char *dist;
+    bool known;
+    double lo, hi;
+  } cases[] = {
+      {false, "int(0, 255)", true, 0, 255},
+      {false, "int(-7, 4095)", true, -7, 4095},
+      {false, "uniform(1, 2)", false, 0, 0},
+      {false, "normal(0, 1)", false, 0, 0},
+      {false, "const(3)", true, 3, 3},
+      {false, "const(2.5)", false, 0, 0},
+      {false, "iota", true, 0, 99},
+      {false, "iota(0.5)", false, 0, 0},
+      {false, "permutation", true, 0, 99},
+      {false, "sorted_int(0, 1000)", true, 0, 1000},
+      {false, "int(0, 16777216)", true, 0, 16777216},
+      {false, "int(0, 16777217)", false, 0, 0}, /* 2^24 + 1 rounds in a float */
+      {true, "int(0, 255)", true, 0, 255},
+      {true, "int(0, 300)", false, 0, 0},       /* bf16 holds integers up to 256 exactly */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "%s%s", cases[i].is_bf16 ? bf : sx, cases[i].dist);
+    const ks_kernel *k = cases[i].is_bf16 ? bf16 : saxpy;
+    ks_spec spec;
+    ks_workload w;
+    if (parse(text, &spec) || ks_spec_check(&ctx, &spec, k) ||
+        ks_spec_resolve(&ctx, &spec, k, NULL, 0, &arena, &w))
+      fail_msg("case %zu: %s", i, ctx.error);
+    const ks_wbuffer *b = NULL;
+    for (size_t j = 0; j < w.buffers.len; j++)
+      if (!strcmp(w.buffers.items[j].name, cases[i].is_bf16 ? "in" : "x"))
+        b = &w.buffers.items[j];
+    assert_non_null(b);
+    if (b->ints_known != cases[i].known || b->ints_lo != cases[i].lo || b->ints_hi != cases[i].hi)
+      fail_msg("case %zu (%s): known %d [%g, %g]", i, cases[i].dist, b->ints_known, b->ints_lo,
+               b->ints_hi);
+  }
+}
+
 static void instance_needs_a_template(void **state) {
   const ks_kernel *k = kernel_in(&apps, "saxpy_kernel");
   ks_spec spec;
@@ -781,6 +833,7 @@ int main(void) {
       cmocka_unit_test(check_names_the_problem),
       cmocka_unit_test(resolve_errors_name_the_size),
       cmocka_unit_test(narrow_floats_refuse_what_they_cannot_hold),
+      cmocka_unit_test(inputs_known_to_hold_integers),
       cmocka_unit_test(instance_needs_a_template),
       cmocka_unit_test(twenty_thousand_size_sets),
       cmocka_unit_test(long_expressions_keep_the_reason),

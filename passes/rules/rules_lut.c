@@ -21,10 +21,36 @@
  *   e -= p * log2f(p);    ->   e -= ((unsigned long long)(ks_key) < 1024 ? ks_lut[ks_key] : (p * log2f(p)));
  *
  * so the result never depends on the data's range; what the range decides,
- * the judge measures on the user's data (a capture holds it). Each entry is
- * the same expression evaluated on the same value in the same precision, so
- * the result is the original's bit for bit (up to the compiler contracting a
- * multiply-add differently in the two places).
+ * the judge measures on the user's data (a capture holds it).
+ *
+ * A float or double read from a kernel buffer (p[i] or *p, p a pointer
+ * parameter) is a value too where the timed workload shows that buffer to
+ * hold integers in [0, 4096) (ks_wbuffer.ints_*: a spec's int(0, 255), or a
+ * capture's snapshot of an 8-bit image kept as floats): its table is looked
+ * up where the value is one of the table's integers, tested before any
+ * conversion (a float out of int's range converts to nothing defined) and
+ * with its sign bit (f(-0.0) may differ from f(+0.0): 1/x, copysign):
+ *
+ *   float v = img[i];      ->   float v = img[i];
+ *                               const float ks_key = img[i];
+ *   s += logf(1.0f + v);        s += (!signbit(ks_key) && ks_key < 256.0f && (float)(int)ks_key == ks_key
+ *                                     ? ks_lut[(int)ks_key] : (logf(1.0f + v)));
+ *
+ * and computed as written for anything else (NaN, infinities, 0.5, -1,
+ * 1e30), so the evidence only decides whether the variant is worth
+ * proposing, never what it computes. Read directly, p[i] itself is
+ * repeated in the guard (it has no side effect). The table's N must cover
+ * the largest integer the evidence shows (a smaller one would send the
+ * values the data is said to hold down the slow branch): the first choice
+ * that does is the one `rewrite --rule lookup_table` takes. Without
+ * evidence (no spec or capture, a spec's uniform(1, 2), a snapshot holding
+ * 0.5 or NaN) a float is no value, and the refusal says which read lacks
+ * it.
+ *
+ * Each entry is the same expression evaluated on the same value in the same
+ * precision (a float key's on (float)ks_t, exactly the value the key holds),
+ * so the result is the original's bit for bit (up to the compiler
+ * contracting a multiply-add differently in the two places).
  *
  * What the expression may hold besides the value (one value, written the
  * same way wherever it occurs): literals, scalar parameters the kernel
@@ -43,6 +69,9 @@
 
 #include "ks_buf.h"
 #include "rules_invariant.h"
+
+/* The largest table's entries: a float's integers must lie below. */
+enum { LUT_MAX = 4096 };
 
 /* A type without its leading const and volatile. */
 static const char *unqualified(const char *t) {
@@ -91,6 +120,9 @@ typedef struct lut_walk {
   bool in_local;             /* reading that local's initializer */
   unsigned calls;            /* pure math calls in it */
   const char *why;           /* the first reason an expression is no table */
+  bool assume_floats;        /* take a float read the workload says nothing
+                                of for a value: would it be a table, but
+                                for the evidence? (the reason to give) */
 } lut_walk;
 
 /* A scalar parameter the kernel never assigns: the same for every thread. */
@@ -99,12 +131,59 @@ static bool uniform_param(const lut_walk *w, const ks_anode *n) {
          !n->decl->is_pointer && !ks_rt_modified(w->body, n->decl);
 }
 
-/* An integer value the table can stand for: a read p[i] or *p whose
- * element is an integer, or a name of an integer type; nothing in it
- * assigns or calls. */
+/* The pointer parameter a read p[i] or *p reads through, one the kernel
+ * never points elsewhere (its buffer is the workload's), or NULL. */
+static const ks_anode *read_param(const lut_walk *w, const ks_anode *n) {
+  if (n->kind != KS_AK_SUBSCRIPT && !ks_rt_is_op(n, KS_AK_UNARY, "*"))
+    return NULL;
+  const ks_anode *p = n->nkids ? ks_rt_strip(n->kids[0], false) : NULL;
+  if (!p || p->kind != KS_AK_DECL_REF || !p->decl || p->decl->kind != KS_AK_PARAM ||
+      !p->decl->is_pointer || ks_rt_modified(w->body, p->decl))
+    return NULL;
+  return p->decl;
+}
+
+/* Why the values of `n`, a float or double read through parameter `p`,
+ * are no table's keys; NULL when the timed workload shows its buffer to
+ * hold integers in [0, LUT_MAX) (*hi, may be NULL: the largest). */
+static const char *float_key_problem(const lut_walk *w, const ks_anode *p, const ks_anode *n,
+                                     double *hi) {
+  const ks_rule_input *in = w->in;
+  const char *what = strcmp(value_type(n), "double") ? "a float" : "a double";
+  if (in->no_sizes || !in->timed)
+    return ks_arena_printf(w->arena, "%s, and without a spec or capture nothing shows it to hold "
+                                     "small integers",
+                           what);
+  const ks_wbuffer *b = NULL;
+  for (size_t i = 0; i < in->ast->nparams && i < in->timed->args.len && !b; i++) {
+    const ks_warg *a = &in->timed->args.items[i];
+    if (in->ast->params[i] == p && a->kind == KS_ARG_BUFFER && a->buffer < in->timed->buffers.len)
+      b = &in->timed->buffers.items[a->buffer];
+  }
+  /* A buffer of other elements (a capture's allocation shared by
+   * parameters of several types is bytes) says nothing of these. */
+  ks_dtype want = strcmp(value_type(n), "double") ? KS_DT_F32 : KS_DT_F64;
+  if (!b || b->dtype != want || !b->ints_known)
+    return ks_arena_printf(w->arena, "%s the spec or capture does not show to hold small integers",
+                           what);
+  if (b->ints_lo < 0 || b->ints_hi >= LUT_MAX)
+    return ks_arena_printf(w->arena, "%s whose integers (%.17g to %.17g, the spec or capture "
+                                     "says) lie outside the largest table's [0, %d)",
+                           what, b->ints_lo, b->ints_hi, LUT_MAX);
+  if (hi)
+    *hi = b->ints_hi;
+  return NULL;
+}
+
+/* A value the table can stand for, nothing in it assigning or calling: a
+ * read p[i] or *p whose element is an integer, or a name of an integer
+ * type; or a float or double read from a kernel buffer that the workload
+ * shows to hold small integers. */
 static bool key_source(lut_walk *w, const ks_anode *n) {
+  const char *t = type_of(n);
+  bool floating = !key_kind(t) && value_type(n) && n->kind != KS_AK_DECL_REF;
   /* volatile: each read may differ, and the lookup reads the value again */
-  if (!key_kind(type_of(n)) || strstr(type_of(n), "volatile") || uniform_param(w, n))
+  if (!t || (!key_kind(t) && !floating) || strstr(t, "volatile") || uniform_param(w, n))
     return false;
   if (n->kind != KS_AK_SUBSCRIPT && n->kind != KS_AK_DECL_REF && !ks_rt_is_op(n, KS_AK_UNARY, "*"))
     return false;
@@ -115,7 +194,10 @@ static bool key_source(lut_walk *w, const ks_anode *n) {
         ks_rt_is_op(x, KS_AK_UNARY, "--"))
       return false;
   }
-  return true;
+  if (!floating)
+    return true;
+  const ks_anode *p = read_param(w, n);
+  return p && (w->assume_floats || !float_key_problem(w, p, n, NULL));
 }
 
 static bool tabulable(lut_walk *w, const ks_anode *n);
@@ -216,7 +298,9 @@ typedef struct table {
   const char *text;          /* squeezed (with the local's initializer): equal ones share */
   const ks_anode *key;
   const ks_anode *local;     /* the local the key is read through, or NULL */
-  bool wide;                 /* a wider integer than 8 bits: [0, N) and the rest as written */
+  bool wide;                 /* not an 8-bit integer: [0, N) and the rest as written */
+  bool floating;             /* the key is a float or double holding integers */
+  double hi;                 /* floating: the largest the workload shows */
   const char *name;
 } table;
 
@@ -248,6 +332,25 @@ static bool has_key(lut_walk *w, const ks_anode *n) {
     if (has_key(w, n->kids[k]))
       return true;
   return false;
+}
+
+/* Why math call `n` is no table when it would be one if its float read
+ * held small integers: "logf(x[i]) reads 'x[i]', a float the spec or
+ * capture does not show to hold small integers"; else NULL. */
+static const char *unproven_float(const lut_walk *base, const ks_anode *n) {
+  lut_walk w = *base;
+  w.key = w.local = NULL;
+  w.key_text = NULL;
+  w.in_local = false;
+  w.calls = 0;
+  w.why = NULL;
+  w.assume_floats = true;
+  if (!tabulable(&w, n) || !w.key || !value_type(n) || key_kind(type_of(w.key)))
+    return NULL;
+  const char *why = float_key_problem(&w, read_param(&w, w.key), w.key, NULL);
+  return why ? ks_arena_printf(w.arena, "%s reads '%s', %s", ks_rt_text_of(w.arena, w.in, n),
+                               ks_rt_text_of(w.arena, w.in, w.key), why)
+             : NULL;
 }
 
 /* The largest tabulable expressions with a math call below `n`. */
@@ -287,6 +390,10 @@ static void find_tables(find_state *fs, const ks_anode *n) {
         t->key = w.key;
         t->local = w.local;
         t->wide = key_kind(type_of(w.key)) != 8;
+        t->floating = !key_kind(type_of(w.key));
+        t->hi = 0;
+        if (t->floating)
+          float_key_problem(&w, read_param(&w, w.key), w.key, &t->hi);
         tab = t;
       }
       found *f = ks_array_push(w.arena, fs->uses);
@@ -296,10 +403,15 @@ static void find_tables(find_state *fs, const ks_anode *n) {
       return;
     }
     if (n->kind == KS_AK_CALL && !fs->why && ks_inv_pure_math(ks_rt_callee(w.arena, n))) {
-      /* No integer value at all says more than what stopped the walk. */
-      fs->why = !has_key(&w, n) ? ks_arena_printf(w.arena, "%s reads no integer value (a table holds "
-                                                    "the results for an integer's values)",
-                                           ks_rt_text_of(w.arena, w.in, n))
+      /* A table but for the evidence of a float's values says what is
+       * missing; no integer value at all says more than what stopped the
+       * walk. */
+      const char *unproven = unproven_float(&fs->w, n);
+      fs->why = unproven ? unproven
+                : !has_key(&w, n) ? ks_arena_printf(w.arena, "%s reads no integer value (a table "
+                                                              "holds the results for an integer's "
+                                                              "values)",
+                                                     ks_rt_text_of(w.arena, w.in, n))
                 : w.why ? ks_arena_printf(w.arena, "%s: %s", ks_rt_text_of(w.arena, w.in, n), w.why)
                         : NULL;
     }
@@ -338,7 +450,21 @@ static const char *replace_key(const ks_anode *n, void *arg) {
   return !strcmp(ks_inv_squeezed(r->arena, r->in, n), r->text) ? r->value : NULL;
 }
 
-static const int lut_choices[] = {256, 1024, 4096};
+static const int lut_choices[] = {256, 1024, LUT_MAX};
+
+/* The lookup of float or double `key` (a side-effect-free read or a
+ * constant: it is read several times) in table `name` of `n` entries:
+ * the entry where the key is +0.0 or a positive integer below n, the
+ * expression as written for every other value. The sign bit first:
+ * -0.0 == 0 holds, and then the comparison against n, so that the
+ * conversion to int only meets values it is defined for. */
+static const char *float_lookup(ks_arena *arena, const char *type, const char *key, unsigned n,
+                                const char *name, const char *expr) {
+  const char *suffix = strcmp(type, "double") ? "f" : "";
+  return ks_arena_printf(arena, "(!signbit(%s) && %s < %u.0%s && (%s)(int)%s == %s ? %s[(int)%s] "
+                                ": (%s))",
+                         key, key, n, suffix, type, key, key, name, key, expr);
+}
 
 static int apply_lookup_table(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
                               ks_rule_result *out) {
@@ -368,6 +494,21 @@ static int apply_lookup_table(ks_ctx *ctx, const ks_rule_input *in, int param, k
     return ks_rt_not_applicable(arena, out, "its tables are of 8-bit values, 256 entries each; "
                                             "%u entries are for wider integers",
                                 n);
+  /* A float's integers all in the table, or the values the data is said
+   * to hold take the slow branch: the choices that cover them are made. */
+  for (size_t i = 0; i < tabs.len; i++) {
+    const table *tab = &tabs.items[i];
+    if (!tab->floating || tab->hi < n)
+      continue;
+    unsigned cover = LUT_MAX;
+    for (size_t c = sizeof lut_choices / sizeof *lut_choices; c-- > 0;)
+      if (lut_choices[c] > tab->hi)
+        cover = (unsigned)lut_choices[c];
+    return ks_rt_not_applicable(arena, out, "'%s' holds integers up to %.17g (the spec or capture "
+                                            "says), past a table of %u entries (lookup_table=%u "
+                                            "covers them)",
+                                ks_rt_text_of(arena, in, tab->key), tab->hi, n, cover);
+  }
   if (bytes > 16384)
     return ks_rt_not_applicable(arena, out, "its %zu tables would take %zu bytes of shared memory",
                                 tabs.len, bytes);
@@ -442,10 +583,12 @@ static int apply_lookup_table(ks_ctx *ctx, const ks_rule_input *in, int param, k
       }
       key = kept[k];
     }
+    const char *expr = ks_rt_text_of(arena, in, f->expr);
     const char *look =
-        f->tab->wide
+        f->tab->floating ? float_lookup(arena, value_type(f->tab->key), key, n, f->tab->name, expr)
+        : f->tab->wide
             ? ks_arena_printf(arena, "((unsigned long long)(%s) < %u ? %s[%s] : (%s))", key, n,
-                              f->tab->name, key, ks_rt_text_of(arena, in, f->expr))
+                              f->tab->name, key, expr)
             : ks_arena_printf(arena, "%s[(unsigned char)(%s)]", f->tab->name, key);
     ks_edits_add(arena, &e, ks_rt_src_at(in, f->expr->begin), ks_rt_src_at(in, f->expr->end),
                  look);
@@ -456,9 +599,10 @@ static int apply_lookup_table(ks_ctx *ctx, const ks_rule_input *in, int param, k
 
 const ks_rule ks_rule_lookup_table = {
     "lookup_table",
-    "a pure math expression of one integer value read in a loop (a byte, a char, a count) "
-    "replaced by a table in shared memory that each block fills once: 256 entries for 8-bit "
-    "values, else N entries (param) for [0, N) with other values computed as written",
+    "a pure math expression of one integer value read in a loop (a byte, a char, a count, or a "
+    "float pixel the spec or capture shows to hold integers in [0, 4096)) replaced by a table "
+    "in shared memory that each block fills once: 256 entries for 8-bit values, else N "
+    "entries (param) for [0, N) with other values computed as written",
     false,
     lut_choices,
     sizeof lut_choices / sizeof *lut_choices,

@@ -3,7 +3,8 @@
 // byte image in the older style (macros, C89 loop variables, 2-D blocks, a
 // sum straight into a local), a grid-stride gamma correction with the
 // exponent a kernel parameter, a signed char sequence scored through exp;
-// then kernels the rule must leave alone.
+// then kernels the rule must leave alone; wider integers; and floats and
+// doubles whose spec says they hold integers.
 
 #define W_RADIUS 2
 
@@ -165,6 +166,100 @@ __global__ void decay_weights(const short *age, float *w, float half_life, int n
     w[i] = exp2f(-(float)age[i] / half_life);
 }
 
+/* Floats and doubles that hold integers: a float read from a buffer is a
+ * value where the spec (or a capture) shows it holds integers in
+ * [0, 4096); looked up where it is one of the table's integers, computed
+ * as written for anything else (-0.0, NaN, 0.5, 1e30). */
+
+/* A 3x3 log-energy over an 8-bit image uploaded as floats (the usual
+ * convertTo(CV_32F) path: every pixel still holds 0..255), one thread per
+ * pixel from a flat index, the window unrolled. */
+/* kernelsmith:
+ *   size timed: w = 3840, h = 2160
+ *   size odd:   w = 41, h = 23
+ *   in  src[w * h] int(0, 255)
+ *   out dst[w * h]
+ *   launch grid = ceil_div(w * h, 256), block = 256
+ */
+__global__ void log_energy_f32(const float *__restrict__ src, float *__restrict__ dst, int w,
+                               int h) {
+  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= w * h) return;
+  const int x = idx % w, y = idx / w;
+  float acc = 0.f;
+#pragma unroll
+  for (int oy = -1; oy <= 1; ++oy) {
+    const int yy = min(max(y + oy, 0), h - 1);
+#pragma unroll
+    for (int ox = -1; ox <= 1; ++ox) {
+      const int xx = min(max(x + ox, 0), w - 1);
+      acc += log1pf(src[yy * w + xx]);
+    }
+  }
+  dst[idx] = acc * (1.0f / 9.0f);
+}
+
+/* Display gamma of 10-bit raw sensor values kept as floats (0..1023),
+ * normalised by the white level: a grid-stride loop over an unsigned
+ * count; the table needs 1024 entries. */
+/* kernelsmith:
+ *   size timed: n = 1 << 24
+ *   size odd:   n = 4099
+ *   scalar inv_gamma = 0.4545
+ *   scalar white = 1023
+ *   in  raw[n] int(0, 1023)
+ *   out rgb[n]
+ *   launch grid = 1024, block = 128
+ */
+__global__ void gamma_raw10(const float *raw, float *rgb, float inv_gamma, float white,
+                            unsigned n)
+{
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+  {
+    rgb[i] = powf(raw[i] / white, inv_gamma);
+  }
+}
+
+/* Anscombe's variance-stabilising transform of photon counts a detector
+ * stores as doubles (0..1000 per frame), averaged over frames; each count
+ * is read into a local first. */
+/* kernelsmith:
+ *   size timed: npix = 1 << 20, frames = 16
+ *   size odd:   npix = 999, frames = 3
+ *   in  counts[npix * frames] int(0, 1000)
+ *   out stab[npix]
+ *   launch grid = ceil_div(npix, 128), block = 128
+ */
+__global__ void anscombe_frames(const double *counts, double *stab, int npix, int frames)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= npix)
+        return;
+    double s = 0.0;
+    for (int f = 0; f < frames; ++f)
+    {
+        double c = counts[(size_t)f * npix + p];
+        s += 2.0 * sqrt(c + 0.375);
+    }
+    stab[p] = s / frames;
+}
+
+/* refused: a 16-bit depth map as floats holds integers past the largest
+ * table (4096 entries). */
+/* kernelsmith:
+ *   size timed: n = 1 << 20, k = 8
+ *   in  depth[n + k] int(0, 65535)
+ *   out y[n]
+ *   launch grid = ceil_div(n, 128), block = 128
+ */
+__global__ void log_depth16(const float *depth, float *y, int n, int k) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.0f;
+  for (int j = 0; j < k; ++j) s += log2f(1.0f + depth[i + j]);
+  y[i] = s;
+}
+
 #ifndef KS_CPU_EMU
 void run_all(const unsigned char *img, const signed char *seq, const float *x, float *f, int w,
              int h, int n, int k) {
@@ -178,5 +273,9 @@ void run_all(const unsigned char *img, const signed char *seq, const float *x, f
   log_once<<<(n + 255) / 256, 256>>>(img, f, n);
   window_hist_entropy<<<dim3((w + 15) / 16, (h + 15) / 16), dim3(16, 16)>>>(img, f, w, h);
   decay_weights<<<512, 256>>>((const short *)x, f, 64.0f, n);
+  log_energy_f32<<<(w * h + 255) / 256, 256>>>(x, f, w, h);
+  gamma_raw10<<<1024, 128>>>(x, f, 0.4545f, 1023.0f, (unsigned)n);
+  anscombe_frames<<<(n + 127) / 128, 128>>>((const double *)x, (double *)f, n, k);
+  log_depth16<<<(n + 127) / 128, 128>>>(x, f, n, k);
 }
 #endif
