@@ -95,6 +95,65 @@ refuse log_depth16 "no table: log2f(1.0f + depth[i + j]) reads 'depth[i + j]', a
 refuse log_per_thread "it depends on two values ('b[i+j]' and 'i')"
 refuse log_once "no math function is called inside a loop"
 
+# From a capture instead of a spec: a kernel with no spec over a float
+# image, its launch captured (docs/capture-format.md, written here as
+# profile --capture writes it). Pixels that are all integers in 0..255 make
+# the table (256 entries); one pixel of 0.5 leaves none, and says why.
+cat >"$work/cap.cu" <<'CU'
+__global__ void float_log_sum(const float *img, float *out, int n, int k) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.0f;
+  for (int j = 0; j < k; ++j) s += logf(1.0f + img[i + j]);
+  out[i] = s;
+}
+CU
+capture() { # file, the last pixel's value
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys, zlib
+def rec(t, payload):
+    return struct.pack("<IIQ", t, 0, len(payload)) + payload + struct.pack("<I", zlib.crc32(payload))
+n, k = 4096, 8
+img = [float((i * 37) % 256) for i in range(n + k)]
+img[-1] = float(sys.argv[2])
+x = struct.pack("<%df" % (n + k), *img)
+y = bytes(4 * n)
+blobs = rec(2, struct.pack("<Q", 1) + x) + rec(2, struct.pack("<Q", 2) + y)
+bx, by = 0x7F0000000000, 0x7F0000100000
+def ptr(i, off, base, size, before):
+    return {"index": i, "offset": off, "size": 8, "kind": "pointer",
+            "value": struct.pack("<Q", base).hex(), "memory": "device", "base": hex(base),
+            "alloc_size": size, "ptr_offset": 0, "before": before}
+launch = {"kernel": "_Z13float_log_sumPKfPfii", "launch": 0, "grid": [16, 1, 1],
+          "block": [256, 1, 1], "smem": 0, "stream": "0x0", "device": 0,
+          "api": "cuLaunchKernel", "over_limit": False, "bytes_needed": len(x) + len(y),
+          "bytes": len(x) + len(y),
+          "params": [ptr(0, 0, bx, len(x), 1), ptr(1, 8, by, len(y), 2),
+                     {"index": 2, "offset": 16, "size": 4, "kind": "scalar", "value": struct.pack("<i", n).hex()},
+                     {"index": 3, "offset": 20, "size": 4, "kind": "scalar", "value": struct.pack("<i", k).hex()}],
+          "blobs": [{"id": i + 1, "size": len(b), "crc32": zlib.crc32(b)} for i, b in enumerate([x, y])]}
+open(sys.argv[1], "wb").write(b"KSCAP\0\1\0" + blobs + rec(1, json.dumps(launch).encode()) +
+                              rec(3, struct.pack("<Q", 1)))
+PY
+}
+capture "$work/ints.kscap" 255
+capture "$work/half.kscap" 0.5
+if "$bin" -q rewrite --no-compdb --compile float_log_sum --rule lookup_table --capture "$work/ints.kscap" \
+     "$work/cap.cu" >"$work/cap_ints.cu" 2>"$work/err"; then
+  grep -qF "__shared__ float ks_lut[256];" "$work/cap_ints.cu" &&
+    grep -qF "(!signbit(img[i + j]) && img[i + j] < 256.0f" "$work/cap_ints.cu" ||
+    { echo "lookup_table: float_log_sum from a capture of integers: no guarded table"; fail=1; }
+else
+  echo "lookup_table: float_log_sum from a capture of integers:"; cat "$work/err"; fail=1
+fi
+if "$bin" -q rewrite --no-compdb float_log_sum --rule lookup_table --capture "$work/half.kscap" \
+     "$work/cap.cu" >/dev/null 2>"$work/err"; then
+  echo "lookup_table: float_log_sum from a capture holding 0.5 was rewritten"; fail=1
+elif ! grep -qF "a float the spec or capture does not show to hold small integers" "$work/err"; then
+  echo "lookup_table: float_log_sum from a capture holding 0.5: expected the reason, got:"
+  cat "$work/err"; fail=1
+fi
+
 cxx=${CXX:-g++}
 printf '#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(); }\n' >"$work/probe.cpp"
 if ! "$cxx" -std=c++20 -pthread "$work/probe.cpp" -o "$work/probe" 2>/dev/null; then
