@@ -148,9 +148,10 @@ typedef struct ks_wbuffer {
    * an integer type, iota, permutation, sorted_int, an integral const)
    * where the element type holds each value exactly; from a capture, the
    * snapshot taken before the launch where every element is a finite
-   * integer (a huge snapshot is sampled, so this is likely, not proven). Evidence for a rewrite's choices only (lookup_table
-   * keys a table by a float pixel that holds 0..255): a variant that
-   * relies on it must stay correct for any value. false: nothing known.
+   * integer (a huge snapshot is sampled, so this is likely, not proven).
+   * Evidence for a rewrite's choices only (lookup_table keys a table by a
+   * float pixel that holds 0..255): a variant that relies on it must stay
+   * correct for any value. false: nothing known.
    * The main process's alone: not on the wire. */
   bool ints_known;
   double ints_lo, ints_hi;

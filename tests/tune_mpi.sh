@@ -80,7 +80,7 @@ export TUNE_LOG=$tmp/fail.log FAIL_IN=profile
 (cd "$tmp/fail" && mpi 2 "$bin" tune --mpi "${opts[@]}" -- sh "$tmp/app.sh" >/dev/null 2>"$tmp/fail.err"; exit 0)
 cat "$tmp/fail.err" >&2
 export FAIL_IN=
-check "failing program: rank 0 says the program failed" grep -q "exit status 3\|exited with 3\|status 3" "$tmp/fail.err"
+check "failing program: rank 0 says the program failed" grep -q "error: the program failed in the profile run (exit status 3)" "$tmp/fail.err"
 check "failing program: rank 1 says rank 0 stopped before the search" \
   grep -q "(rank 1 on .*): error: --mpi: rank 0 stopped before the search" "$tmp/fail.err"
 

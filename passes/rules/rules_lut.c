@@ -334,16 +334,17 @@ static bool has_key(lut_walk *w, const ks_anode *n) {
   return false;
 }
 
+/* A walk over a new expression: base's kernel and input, nothing read yet. */
+static lut_walk walk_from(const lut_walk *base) {
+  return (lut_walk){.arena = base->arena, .in = base->in, .body = base->body,
+                    .assume_floats = base->assume_floats};
+}
+
 /* Why math call `n` is no table when it would be one if its float read
  * held small integers: "logf(x[i]) reads 'x[i]', a float the spec or
  * capture does not show to hold small integers"; else NULL. */
 static const char *unproven_float(const lut_walk *base, const ks_anode *n) {
-  lut_walk w = *base;
-  w.key = w.local = NULL;
-  w.key_text = NULL;
-  w.in_local = false;
-  w.calls = 0;
-  w.why = NULL;
+  lut_walk w = walk_from(base);
   w.assume_floats = true;
   if (!tabulable(&w, n) || !w.key || !value_type(n) || key_kind(type_of(w.key)))
     return NULL;
@@ -361,12 +362,7 @@ static void find_tables(find_state *fs, const ks_anode *n) {
       n->kind == KS_AK_PAREN || n->kind == KS_AK_CAST) {
     if (n->kind == KS_AK_CALL && ks_inv_pure_math(ks_rt_callee(fs->w.arena, n)))
       fs->saw_math = true;
-    lut_walk w = fs->w;
-    w.key = w.local = NULL;
-    w.key_text = NULL;
-    w.in_local = false;
-    w.calls = 0;
-    w.why = NULL;
+    lut_walk w = walk_from(&fs->w);
     bool ok = tabulable(&w, n) && w.key && value_type(n) && n->kind != KS_AK_PAREN;
     /* A math call in the local's initializer counts as one here. */
     if (ok && !w.calls && w.local) {
