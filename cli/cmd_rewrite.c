@@ -208,9 +208,9 @@ static int compile_variants(ks_ctx *ctx, const ks_target *t, const ks_variant *v
  * with one scan and one slice for all of them. */
 static int each_rule(ks_ctx *ctx, const ks_target *t, const ks_variant *start, bool is_template,
                      const char *kernel, const char *dir, bool compile, ks_arena *arena) {
-  /* The folder is made when it is missing (its parent must exist), so
-   * that a first try does not end at the first file. */
-  if (!ks_is_dir(dir) && mkdir(dir, 0777) && errno != EEXIST) {
+  /* The folder, and any folder above it, is made when missing, so that a
+   * first try does not end at the first file. */
+  if (!ks_is_dir(dir) && ks_mkdir_p(dir)) {
     ks_error(ctx, "--each-rule %s: %s", dir, strerror(errno));
     return KS_EXIT_FAILURE;
   }

@@ -52,16 +52,16 @@ check "... its one line names the unknown block and why" has "$tmp/late.err" \
   "rewrite: launch_bounds does not apply to bump: its block does not evaluate at the timed size: 'block_x * block_y * block_z' needs block_x, which is not known without a spec or capture (the launch site's block 'threads' (late.cu:7) cannot be evaluated: 'threads' is a dim3 local variable of run)"
 check "... nothing on stdout" [ ! -s "$tmp/late.out" ]
 
-# DIR is made when missing.
-(cd "$data/legacy" && "$bin" --color=never rewrite --no-compdb mvt_kernel1 --each-rule "$tmp/each" mvt \
+# DIR is made when missing, and the folders above it.
+(cd "$data/legacy" && "$bin" --color=never rewrite --no-compdb mvt_kernel1 --each-rule "$tmp/each/mvt" mvt \
   >/dev/null 2>"$tmp/each.err")
 check "legacy mvt_kernel1 --each-rule: exit 0" [ $? -eq 0 ]
 nrules=$("$bin" rewrite --list | awk 'NR > 1' | wc -l)
-check "... one file per rule" [ "$(ls "$tmp/each" | wc -l)" -eq "$nrules" ]
-check "... restrict applied" has "$tmp/each/mvt_kernel1.restrict.cu.txt" "techniques: restrict"
-check "... block from the dim3 locals' launch" has "$tmp/each/mvt_kernel1.block.cu.txt" \
+check "... one file per rule" [ "$(ls "$tmp/each/mvt" | wc -l)" -eq "$nrules" ]
+check "... restrict applied" has "$tmp/each/mvt/mvt_kernel1.restrict.cu.txt" "techniques: restrict"
+check "... block from the dim3 locals' launch" has "$tmp/each/mvt/mvt_kernel1.block.cu.txt" \
   "launch grid = dim3(ceil_div(grid_x * block_x, 64), grid_y, grid_z), block = 64"
-check "... grid_stride reads the grid's 16 blocks" has "$tmp/each/mvt_kernel1.grid_stride.cu.txt" \
+check "... grid_stride reads the grid's 16 blocks" has "$tmp/each/mvt/mvt_kernel1.grid_stride.cu.txt" \
   "its grid (16 blocks) is no larger than 132 SMs x 1"
 
 # --- a macro block size: the parts of the launch that evaluate ---------

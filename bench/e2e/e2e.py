@@ -20,7 +20,8 @@ launcher dispatched what apply did. Prints a table and writes JSON and a
 Markdown summary to the results directory.
 
 usage: bench/e2e/e2e.py [--seconds S] [--only NAME,...] [--polybench DIR]
-                        [--results DIR] [--work DIR] [--sets legacy,apps,polybench]
+                        [--llmc DIR] [--samples DIR] [--results DIR] [--work DIR]
+                        [--sets legacy,apps,polybench,llmc,samples]
        bench/e2e/e2e.py --merge OUT.json PART.json...   (a run split over commands)
 Environment: KS_BIN (default build/cli/kernelsmith-cc), NVCC.
 """
@@ -107,9 +108,46 @@ def programs(args):
                         "flags": ["-I" + utils] + (["-D%s_DATASET" % size] if size != "STANDARD" else []) + [
                                   "-DcudaThreadSynchronize=cudaDeviceSynchronize"], "args": [],
                         "check": check})
+    if "llmc" in args.sets and args.llmc:
+        # karpathy's llm.c: dev/cuda's kernel programs, built as its Makefile
+        # builds them; the argument picks the kernel version, and the program
+        # checks it against its CPU reference ("Mismatch of ..." and exit 1
+        # when an element is off).
+        d = os.path.join(os.path.realpath(args.llmc), "dev", "cuda")
+        check = (r"^All results match", r"^Mismatch of")
+        for name, arg in [("gelu_forward", "1"), ("residual_forward", "1"),
+                          ("layernorm_forward", "1"), ("crossentropy_forward", "1"),
+                          ("encoder_forward", "1"), ("adamw", "1"), ("permute", "")]:
+            if os.path.exists(os.path.join(d, name + ".cu")):
+                out.append({"name": "llmc/" + name + (":" + arg if arg else ""), "set": "llmc", "dir": d,
+                            "sources": [name + ".cu"], "copy": [os.path.join(d, "common.h")],
+                            "flags": ["--use_fast_math", "-std=c++17"],
+                            "libs": ["-lcublas", "-lcublasLt"], "args": [arg] if arg else [],
+                            "check": check})
+    if "samples" in args.sets and args.samples:
+        # NVIDIA's cuda-samples, each with its own check line; Common/ stays
+        # where it is (an include path).
+        root = os.path.realpath(args.samples)
+        common = ["-I" + os.path.join(root, "Common")]
+        for rel, srcs, ok, bad in [
+                ("0_Introduction/matrixMul", ["matrixMul.cu"], r"^Result = PASS", r"FAIL"),
+                ("0_Introduction/vectorAdd", ["vectorAdd.cu"], r"^Test PASSED", r"FAIL|[Ff]ailed"),
+                ("6_Performance/transpose", ["transpose.cu"], r"^Test passed", r"[Ff]ailed"),
+                ("6_Performance/alignedTypes", ["alignedTypes.cu"], r"^Test passed", r"[Ff]ailed"),
+                ("2_Concepts_and_Techniques/scalarProd", ["scalarProd.cu", "scalarProd_cpu.cpp"],
+                 r"^Test passed", r"[Ff]ailed"),
+                ("2_Concepts_and_Techniques/convolutionSeparable",
+                 ["convolutionSeparable.cu", "main.cpp", "convolutionSeparable_gold.cpp"],
+                 r"^Test passed", r"[Ff]ailed")]:
+            d = os.path.join(root, "Samples", rel)
+            if all(os.path.exists(os.path.join(d, f)) for f in srcs):
+                out.append({"name": "samples/" + os.path.basename(rel), "set": "samples", "dir": d,
+                            "sources": srcs, "copy": glob.glob(d + "/*.h") + glob.glob(d + "/*.cuh"),
+                            "flags": common, "args": [], "check": (ok, bad)})
     if args.only:
         want = set(args.only.split(","))
-        out = [p for p in out if p["name"] in want or p["name"].split("/")[-1] in want]
+        out = [p for p in out if p["name"] in want or p["name"].split("/")[-1] in want
+               or p["name"].split("/")[-1].split(":")[0] in want]
     return out
 
 
@@ -153,7 +191,7 @@ def geomean(xs):
 
 
 def run_program(p, ks, nvcc, work, seconds):
-    d = os.path.join(work, p["name"].replace("/", "_"))
+    d = os.path.join(work, p["name"].replace("/", "_").replace(":", "_"))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     for f in p["sources"]:
@@ -166,7 +204,8 @@ def run_program(p, ks, nvcc, work, seconds):
         else:
             shutil.copy(f, d)
     exe = "./prog"
-    cmd = [nvcc, "-O3", "-arch=sm_90"] + p["flags"] + ["-o", "prog"] + p["sources"]
+    libs = p.get("libs", [])
+    cmd = [nvcc, "-O3", "-arch=sm_90"] + p["flags"] + ["-o", "prog"] + p["sources"] + libs
     json.dump([{"directory": d, "command": " ".join(cmd), "file": f} for f in p["sources"]],
               open(os.path.join(d, "compile_commands.json"), "w"), indent=1)
     subprocess.run(["git", "init", "-q", "."], cwd=d)
@@ -257,7 +296,7 @@ def run_program(p, ks, nvcc, work, seconds):
         objs.append(o)
         c = [ks, nvcc, "-O3", "-arch=sm_90"] + p["flags"] + ["-c", f, "-o", o]
         lrc |= sh(c, d, L("11-launcher-%s.log" % f))[0]
-    lrc |= sh([nvcc, "-arch=sm_90", "-o", "prog"] + objs, d, L("12-link.log"))[0]
+    lrc |= sh([nvcc, "-arch=sm_90", "-o", "prog"] + objs + libs, d, L("12-link.log"))[0]
     copies = ""
     for f in p["sources"]:
         cp = launcher_copy(d, f + ".o")
@@ -384,6 +423,10 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--sets", default="legacy,apps,polybench")
     ap.add_argument("--polybench", default=os.environ.get("KS_POLYBENCH", ""))
+    ap.add_argument("--llmc", default=os.environ.get("KS_LLMC", ""),
+                    help="a checkout of karpathy/llm.c (the llmc set)")
+    ap.add_argument("--samples", default=os.environ.get("KS_SAMPLES", ""),
+                    help="a checkout of NVIDIA/cuda-samples (the samples set)")
     ap.add_argument("--results", default=os.environ.get("KS_RESULTS", os.path.join(ROOT, "bench/results")))
     ap.add_argument("--work", default=os.path.join(ROOT, "bench/out/e2e"))
     ap.add_argument("--merge", nargs="+", metavar=("OUT", "PART"),
