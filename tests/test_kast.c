@@ -820,6 +820,30 @@ static void missing_kernel(void **state) {
   assert_string_equal(k.fn->name, "present");
 }
 
+/* nvcc accepts a C++11 attribute after __shared__ (a GNU attribute under
+ * clang); clang 16 refuses the order, and the parse must not (cuda-samples'
+ * globalToShmemAsyncCopy). The tree keeps the declaration. */
+static void shared_alignas_accepted(void **state) {
+  (void)state;
+  ks_kast k;
+  const char *src = "__global__ void tiled(float *c, const float *a) {\n"
+                    "  __shared__ alignas(alignof(float4)) float t[32][32];\n"
+                    "  t[threadIdx.y][threadIdx.x] = a[threadIdx.x];\n"
+                    "  __syncthreads();\n"
+                    "  c[threadIdx.x] = t[threadIdx.x][threadIdx.y];\n"
+                    "}\n";
+  parse_ok(src, "tiled", &k);
+  assert_non_null(strstr(T(&k, k.body), "t[threadIdx.y][threadIdx.x]"));
+  /* A real error is still one. */
+  ks_kast_options o = {.name = "tiled"};
+  const char *bad = "__global__ void tiled(float *c) {\n"
+                    "  __shared__ alignas(16) float t[32];\n"
+                    "  c[0] = t[0]\n"
+                    "}\n";
+  assert_int_equal(ks_kast_parse(&ctx, "unit.cu", bad, &o, &arena, &k), -1);
+  assert_non_null(strstr(ctx.error, "unit.cu:3: expected ';'"));
+}
+
 /* A slice keeps a kernel's assert but not the host's <assert.h> (NVRTC has
  * device assert built in): the parse of the slice knows it as NVRTC does. */
 static void device_assert_without_include(void **state) {
@@ -947,6 +971,7 @@ int main(void) {
       cmocka_unit_test(syntax_error_names_the_line),
       cmocka_unit_test(missing_kernel),
       cmocka_unit_test(device_assert_without_include),
+      cmocka_unit_test(shared_alignas_accepted),
       cmocka_unit_test(concurrent_parses),
       cmocka_unit_test(parse_time),
   };
