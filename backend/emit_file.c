@@ -196,6 +196,44 @@ int ks_emit_file_lines(ks_ctx *ctx, ks_arena *arena, const char *path, const cha
               notes, NULL);
 }
 
+/* An identifier: what the dispatch can compare and evaluate twice. */
+static bool plain_name(const char *s) {
+  if (!s || !*s || (*s >= '0' && *s <= '9'))
+    return false;
+  for (; *s; s++)
+    if (!ks_ctext_is_ident_char(*s))
+      return false;
+  return true;
+}
+
+/* Why the launch `l` of ek's kernel cannot be dispatched in `path`, or
+ * NULL. */
+static const char *site_problem(ks_arena *arena, const char *path, size_t len, const ks_launch *l,
+                                const ks_emit_kernel *ek) {
+  /* A launch in another file cannot see the variant, which is defined
+   * beside the original, in this one. */
+  if (!l->loc.file || strcmp(l->loc.file, path))
+    return ks_arena_printf(arena, "launched from another file than its definition (%s); left as written",
+                           path);
+  if (ek->sites) {
+    char d[KS_HASH_HEX];
+    ks_launch_digest(l, d);
+    bool known = false;
+    for (size_t i = 0; i < ek->nsites && !known; i++)
+      known = !strcmp(ek->sites[i], d);
+    if (!known)
+      return "left as written: this launch changed since the kernel was optimized (its variant "
+             "was verified with the launches as they were); run optimize again";
+  }
+  size_t b = l->extent.begin.offset, en = l->extent.end.offset;
+  if (en > len || b >= en)
+    return "the launch is not in the file as read";
+  if (l->resolution == KS_RESOLVED_POINTER && !plain_name(l->callee))
+    return ks_arena_printf(arena, "left as written: the function pointer '%s' is not a plain name",
+                           l->callee ? l->callee : "?");
+  return NULL;
+}
+
 static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text,
                 const ks_emit_kernel *kernels, size_t nkernels, const ks_launch *sites,
                 size_t nsites, const char *include, const char *line_file, const char **out,
@@ -206,6 +244,7 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
   edits e = {0};
   bool dispatched = false;
   bool *skip = ks_arena_alloc(arena, (nkernels + 1) * sizeof *skip);
+  edit *defs = ks_arena_alloc(arena, (nkernels + 1) * sizeof *defs);
   for (size_t i = 0; i < nkernels; i++) {
     const ks_emit_kernel *ek = &kernels[i];
     if (defines(text, ek->variant_name)) {
@@ -236,63 +275,92 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
                                     ks_emit_c_string(arena, line_file))
                   : ks_arena_printf(arena, "\n\n%s%s%.*s", ek->comment ? ek->comment : "",
                                     ek->comment ? "\n" : "", (int)sl, src);
-    *ks_array_push(arena, &e) = (edit){end, end, with_eol(arena, block, eol)};
+    defs[i] = (edit){end, end, with_eol(arena, block, eol)};
   }
+  bool *used = ks_arena_alloc(arena, (nkernels + 1) * sizeof *used);
+  bool *seen = ks_arena_alloc(arena, (nkernels + 1) * sizeof *seen);
   for (size_t s = 0; s < nsites; s++) {
     const ks_launch *l = &sites[s];
-    const ks_emit_kernel *ek = NULL;
-    for (size_t i = 0; i < nkernels && !ek; i++)
-      if (!skip[i] && l->kernel_usr && kernels[i].k->usr && !strcmp(l->kernel_usr, kernels[i].k->usr))
-        ek = &kernels[i];
-    if (!ek)
-      continue;
-    /* A launch in another file cannot see the variant, which is defined
-     * beside the original, in this one. */
-    if (!l->loc.file || strcmp(l->loc.file, path)) {
-      *ks_array_push(arena, notes) = ks_arena_printf(
-          arena, "%s:%u: %s: launched from another file than its definition (%s); left as written",
-          l->loc.file ? l->loc.file : "?", l->loc.line, ek->k->name, path);
-      continue;
-    }
-    if (ek->sites) {
-      char d[KS_HASH_HEX];
-      ks_launch_digest(l, d);
-      bool known = false;
-      for (size_t i = 0; i < ek->nsites && !known; i++)
-        known = !strcmp(ek->sites[i], d);
-      if (!known) {
-        *ks_array_push(arena, notes) = ks_arena_printf(
-            arena, "%s:%u: %s: left as written: this launch changed since the kernel was "
-                   "optimized (its variant was verified with the launches as they were); run "
-                   "optimize again",
-            path, l->loc.line, ek->k->name);
+    /* The kernels this launch may run: its own, or those a function
+     * pointer was assigned (KS_RESOLVED_POINTER), each dispatched when the
+     * pointer holds it. */
+    const char *rep = NULL;
+    bool pointer = l->resolution == KS_RESOLVED_POINTER;
+    size_t ncand = pointer ? l->candidates.len : 1;
+    for (size_t ci = ncand; ci-- > 0;) {
+      const char *usr = pointer ? l->candidates.items[ci].kernel_usr : l->kernel_usr;
+      size_t ki = nkernels;
+      for (size_t i = 0; i < nkernels && ki == nkernels; i++)
+        if (!skip[i] && usr && kernels[i].k->usr && !strcmp(usr, kernels[i].k->usr))
+          ki = i;
+      if (ki == nkernels)
+        continue;
+      const ks_emit_kernel *ek = &kernels[ki];
+      seen[ki] = true;
+      const char *why = site_problem(arena, path, len, l, ek);
+      if (why) {
+        *ks_array_push(arena, notes) =
+            ks_arena_printf(arena, "%s:%u: %s: %s", l->loc.file ? l->loc.file : "?", l->loc.line,
+                            ek->k->name, why);
         continue;
       }
+      ks_launch direct = *l;
+      if (pointer) {
+        if (l->candidates.items[ci].template_args.len) {
+          *ks_array_push(arena, notes) = ks_arena_printf(
+              arena, "%s:%u: %s: left as written: a template instance through a function "
+                     "pointer is not dispatched",
+              path, l->loc.line, ek->k->name);
+          continue;
+        }
+        /* The variant launched in place of the pointer's call: the callee
+         * renamed is the kernel itself. */
+        direct.callee = ek->k->name;
+      }
+      size_t b = l->extent.begin.offset, en = l->extent.end.offset;
+      ks_emit_variant ev = {.variant_name = ek->variant_name, .v = ek->v, .archs = ek->archs,
+                            .narchs = ek->narchs,
+                            .where = ks_arena_printf(arena, "%s:%u",
+                                                     strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+                                                     l->loc.line),
+                            .extents = ek->extents, .extent_why = ek->extent_why,
+                            .nextents = ek->nextents};
+      const char *launch_text = ks_arena_strndup(arena, text + b, en - b);
+      const char *one;
+      if (ks_emit_launch(ctx, arena, &direct, launch_text, ek->k, ek->spec, &ev, &one)) {
+        *ks_array_push(arena, notes) = ks_arena_printf(arena, "%s:%u: %s: left as written: %s",
+                                                       path, l->loc.line, ek->k->name, ctx->error);
+        continue;
+      }
+      if (pointer)
+        one = ks_arena_printf(arena, "(%s == &%s\n ? %s\n : %s)", l->callee, ek->k->name, one,
+                              rep ? rep : launch_text);
+      rep = one;
+      used[ki] = true;
     }
+    if (!rep)
+      continue;
     size_t b = l->extent.begin.offset, en = l->extent.end.offset;
-    if (en > len || b >= en) {
-      *ks_array_push(arena, notes) =
-          ks_arena_printf(arena, "%s:%u: %s: the launch is not in the file as read", path,
-                          l->loc.line, ek->k->name);
-      continue;
-    }
-    ks_emit_variant ev = {.variant_name = ek->variant_name, .v = ek->v, .archs = ek->archs,
-                          .narchs = ek->narchs,
-                          .where = ks_arena_printf(arena, "%s:%u",
-                                                   strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
-                                                   l->loc.line),
-                          .extents = ek->extents, .extent_why = ek->extent_why,
-                          .nextents = ek->nextents};
-    const char *launch_text = ks_arena_strndup(arena, text + b, en - b);
-    const char *rep;
-    if (ks_emit_launch(ctx, arena, l, launch_text, ek->k, ek->spec, &ev, &rep)) {
-      *ks_array_push(arena, notes) = ks_arena_printf(arena, "%s:%u: %s: left as written: %s",
-                                                     path, l->loc.line, ek->k->name, ctx->error);
-      continue;
-    }
     rep = line_file ? one_line(arena, rep) : indented(arena, rep, indent_at(arena, text, b));
     *ks_array_push(arena, &e) = (edit){b, en, with_eol(arena, rep, eol)};
     dispatched = true;
+  }
+  /* A variant no launch in this file dispatches is not added: it would be
+   * dead code in the user's file, and the note says why. */
+  for (size_t i = 0; i < nkernels; i++) {
+    if (skip[i])
+      continue;
+    if (used[i]) {
+      *ks_array_push(arena, &e) = defs[i];
+      continue;
+    }
+    const ks_emit_kernel *ek = &kernels[i];
+    const char *how =
+        seen[i] ? "none of its launches can be dispatched"
+                : "the scan resolved no launch of it (one through a function pointer parameter, or "
+                  "a pointer assigned outside the launching function, is not followed)";
+    *ks_array_push(arena, notes) = ks_arena_printf(
+        arena, "%s:%u: %s: %s; its variant is not added", path, ek->k->loc.line, ek->k->name, how);
   }
   if (!e.len)
     return 0;

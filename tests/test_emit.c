@@ -359,12 +359,19 @@ static void file_plan(void **state) {
   const char *out = NULL;
   assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, &sites[1], 1,
                                 "kernelsmith_dispatch.h", &out, &notes, NULL), 0);
-  /* only the other file's launch: the variant is still added, the launch not */
-  assert_non_null(out);
-  assert_non_null(strstr(out, "saxpy_kernel<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len);"));
-  assert_null(strstr(out, "ks_site"));
-  assert_int_equal(notes.len, 1);
+  /* only the other file's launch: nothing dispatches the variant, so the
+   * file is left alone, and two notes say why */
+  assert_null(out);
+  assert_int_equal(notes.len, 2);
   assert_non_null(strstr(notes.items[0], "launched from another file"));
+  assert_non_null(strstr(notes.items[1], "a.cu:0: saxpy_kernel: none of its launches can be "
+                                         "dispatched; its variant is not added"));
+  notes.len = 0;
+  assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, NULL, 0,
+                                "kernelsmith_dispatch.h", &out, &notes, NULL), 0);
+  assert_null(out);
+  assert_int_equal(notes.len, 1);
+  assert_non_null(strstr(notes.items[0], "the scan resolved no launch of it"));
   notes.len = 0;
   ks_emit_edits edits = {0};
   assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, sites, 1,
@@ -382,6 +389,60 @@ static void file_plan(void **state) {
   assert_non_null(strstr(notes.items[0], "already in the file"));
 }
 
+/* A launch through a function pointer the launching function assigned
+ * (cuda-samples' transpose: `kernel = &copy; ... kernel<<<g, b>>>(...)`):
+ * each candidate with a winner is dispatched when the pointer holds it, the
+ * others launch as written; a candidate without a winner gets no branch. */
+static void function_pointer(void **state) {
+  (void)state;
+  const char *text = "#include <cstdio>\n"
+                     "__global__ void saxpy_kernel(const float *x, float *y, float a, int count) {}\n"
+                     "__global__ void other(const float *x, float *y, float a, int count) {}\n"
+                     "void run(const float *d_x, float *d_y, int len, bool which) {\n"
+                     "  void (*kern)(const float *, float *, float, int) = which ? &saxpy_kernel : &other;\n"
+                     "  kern<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len);\n"
+                     "}\n";
+  ks_kernel k = saxpy;
+  k.usr = "c:@F@saxpy_kernel";
+  k.extent.end.offset = (unsigned)(strstr(text, "{}") + 2 - text);
+  ks_variant v = {.source = "__global__ void saxpy_kernel_ks_variant(const float *x, float *y, "
+                            "float a, int count) {}\n",
+                  .kernel_name = "saxpy_kernel_ks_variant"};
+  int archs[] = {90};
+  ks_emit_kernel ek = {.k = &k, .spec = &spec, .v = &v, .variant_name = "saxpy_kernel_ks",
+                       .archs = archs, .narchs = 1};
+  ks_launch l = site;
+  l.callee = "kern";
+  l.resolution = KS_RESOLVED_POINTER;
+  *ks_array_push(&arena, &l.candidates) = (ks_launch_candidate){.kernel_usr = "c:@F@other"};
+  *ks_array_push(&arena, &l.candidates) = (ks_launch_candidate){.kernel_usr = k.usr};
+  const char *launch = strstr(text, "kern<<<");
+  l.extent.begin.offset = (unsigned)(launch - text);
+  l.extent.end.offset = (unsigned)(strstr(launch, ";") - text);
+  l.loc = (ks_loc){.file = "/p/a.cu", .line = 6};
+  ks_strings notes = {0};
+  const char *out = NULL;
+  assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, &l, 1,
+                                "kernelsmith_dispatch.h", &out, &notes, NULL), 0);
+  assert_int_equal(notes.len, 0);
+  assert_non_null(out);
+  assert_non_null(strstr(out, "  (kern == &saxpy_kernel\n   ? [&] {\n"));
+  assert_non_null(strstr(out, "saxpy_kernel_ks<<<"));
+  assert_non_null(strstr(out, "   : kern<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len));\n"));
+  assert_non_null(strstr(out, "__global__ void saxpy_kernel_ks(const float *x"));
+  if (getenv("KS_TEST_SHOW"))
+    fputs(out, stdout);
+  nvcc_compiles(out);
+  /* A pointer that is not a plain name is evaluated once only: left alone. */
+  l.callee = "table[i]";
+  notes.len = 0;
+  assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, &l, 1,
+                                "kernelsmith_dispatch.h", &out, &notes, NULL), 0);
+  assert_null(out);
+  assert_int_equal(notes.len, 2);
+  assert_non_null(strstr(notes.items[0], "the function pointer 'table[i]' is not a plain name"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(expressions),
@@ -390,6 +451,7 @@ int main(void) {
       cmocka_unit_test(compiles_with_nvcc),
       cmocka_unit_test(lengths_without_a_spec),
       cmocka_unit_test(file_plan),
+      cmocka_unit_test(function_pointer),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

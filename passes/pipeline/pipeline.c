@@ -37,7 +37,12 @@ static const char *site_digests(ks_arena *a, const ks_scan *scan, const ks_kerne
   ks_buf b = KS_BUF_INIT;
   for (size_t i = 0; i < scan->launches.len; i++) {
     const ks_launch *l = &scan->launches.items[i];
-    if (!l->kernel_usr || !k->usr || strcmp(l->kernel_usr, k->usr))
+    bool runs = l->kernel_usr && k->usr && !strcmp(l->kernel_usr, k->usr);
+    /* a launch through a function pointer it was assigned (apply
+     * dispatches it when the pointer holds this kernel) */
+    for (size_t c = 0; !runs && k->usr && c < l->candidates.len; c++)
+      runs = l->candidates.items[c].kernel_usr && !strcmp(l->candidates.items[c].kernel_usr, k->usr);
+    if (!runs)
       continue;
     char d[KS_HASH_HEX];
     ks_launch_digest(l, d);
