@@ -146,5 +146,15 @@ check "... saying so" has "$tmp/g.err" "holds no launch of it"
 check "a kernel in an included .cu fragment: restrict applies and compiles" [ $? -eq 0 ]
 check "... its slice has the includer's typedef" has "$tmp/fr.out" "fp *__restrict__ d_I"
 
+# launch_bounds guards the original's block at the bound's size; block then
+# gives the variant a constant block and moves the bound with it, and the
+# guard goes (it would only turn the variant off at other block sizes).
+"$bin" --color=never rewrite saxpy_kernel --rule launch_bounds "$data/apps/saxpy" >"$tmp/lb.out" 2>/dev/null
+check "launch_bounds guards the original's block" has "$tmp/lb.out" "requires block_x * block_y * block_z == 256"
+"$bin" --color=never rewrite saxpy_kernel --rule launch_bounds --rule block=128 "$data/apps/saxpy" \
+  >"$tmp/lbb.out" 2>/dev/null
+check "... block=128 after it: the bound follows" has "$tmp/lbb.out" "__launch_bounds__(128) __global__"
+check "... and the stale guard is gone" [ "$(grep -c 'block_z == 256' "$tmp/lbb.out")" -eq 0 ]
+
 echo "rewrite_cli: $failures failed"
 [ "$failures" -eq 0 ]

@@ -418,6 +418,20 @@ static bool index_is_bounded(const ks_kast *k, int d) {
   return b.found;
 }
 
+/* The threads per block of a policy, as an expression of the original
+ * launch (launch_bounds's guard is `<this> == N`). */
+static const char *policy_threads(ks_arena *arena, const ks_rule_policy *p) {
+  ks_buf product = KS_BUF_INIT;
+  for (int d = 0; d < 3; d++)
+    if (strcmp(p->block[d], "1"))
+      ks_buf_addf(&product, "%s%s", product.len ? " * " : "", operand(arena, p->block[d]));
+  if (!product.len)
+    ks_buf_adds(&product, "1");
+  const char *threads = ks_arena_strdup(arena, product.data);
+  ks_buf_release(&product);
+  return threads;
+}
+
 static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena *arena,
                        ks_rule_result *out) {
   /* 1-D sizes go up to 1024; 2-D shapes are bx * 1000 + by with bx >= 16. */
@@ -483,6 +497,7 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
   for (int d = 0; d < 3; d++)
     if (req[d])
       ks_rule_require(arena, &out->child, req[d]);
+  const char *parent_threads = policy_threads(arena, &p);
   for (int d = 0; d < ndims; d++) {
     const char *pg = operand(arena, p.grid[d]), *pb = operand(arena, p.block[d]);
     /* The same number of threads (or more) in each dimension: every index
@@ -506,6 +521,18 @@ static int apply_block(ks_ctx *ctx, const ks_rule_input *in, int param, ks_arena
                            ? ks_arena_printf(arena, "__launch_bounds__(%lld, %s)", bx * by, parts.items[1])
                            : ks_arena_printf(arena, "__launch_bounds__(%lld)", bx * by);
     ks_edits_add(arena, &e, (size_t)src_at(in, lb_begin), (size_t)src_at(in, lb_end), text);
+    /* launch_bounds's guard that the original's block is the bound's size
+     * kept the variant's launch within the bound; the bound now follows
+     * the variant's own constant block, and the guard would only turn the
+     * variant off at every other block size of the original. */
+    if (parts.len) {
+      const char *stale = ks_arena_printf(arena, "%s == %s", parent_threads, parts.items[0]);
+      size_t kept = 0;
+      for (size_t i = 0; i < out->child.requires.len; i++)
+        if (strcmp(out->child.requires.items[i], stale))
+          out->child.requires.items[kept++] = out->child.requires.items[i];
+      out->child.requires.len = kept;
+    }
   }
   if (e.len) {
     out->child.source = ks_edits_apply(ctx, arena, in->parent->source, &e);
@@ -886,14 +913,7 @@ static int apply_launch_bounds(ks_ctx *ctx, const ks_rule_input *in, int param, 
     return not_applicable(out, "its definition comes from a macro");
   /* The threads per block: a constant policy gives it for every size; else
    * the timed size's, with a guard that the block is that size. */
-  ks_buf product = KS_BUF_INIT;
-  for (int d = 0; d < 3; d++)
-    if (strcmp(p.block[d], "1"))
-      ks_buf_addf(&product, "%s%s", product.len ? " * " : "", operand(arena, p.block[d]));
-  if (!product.len)
-    ks_buf_adds(&product, "1");
-  const char *threads = ks_arena_strdup(arena, product.data);
-  ks_buf_release(&product);
+  const char *threads = policy_threads(arena, &p);
   ks_expr_env none = {no_names, NULL};
   ks_value v;
   long long t;
