@@ -146,8 +146,13 @@ def programs(args):
                             "flags": common, "args": [], "check": (ok, bad)})
     if args.only:
         want = set(args.only.split(","))
-        out = [p for p in out if p["name"] in want or p["name"].split("/")[-1] in want
-               or p["name"].split("/")[-1].split(":")[0] in want]
+        order = args.only.split(",")
+
+        def rank(p):
+            names = (p["name"], p["name"].split("/")[-1], p["name"].split("/")[-1].split(":")[0])
+            return min([order.index(n) for n in names if n in order] or [len(order)])
+        # in the order --only names them
+        out = sorted((p for p in out if rank(p) < len(order)), key=rank)
     return out
 
 
