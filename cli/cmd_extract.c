@@ -27,8 +27,8 @@ static const char usage[] =
     KS_SOURCE_HELP
     "      --instance ARGS  template arguments to instantiate, e.g. \"float, 256\"\n"
     "                       (default: those seen at the launch sites)\n"
-    "      --json           the unit and its name expressions, includes and\n"
-    "                       dependencies as JSON\n"
+    "      --json           the unit and its name expressions, includes,\n"
+    "                       dependencies and device variables as JSON\n"
     "      --footprints     instead of the unit: for each pointer parameter, how\n"
     "                       many elements the kernel can reach through it, as\n"
     "                       its own bounds and indices prove (what apply's\n"
@@ -57,6 +57,7 @@ static int print_json(const ks_slice *slice) {
   cJSON_AddItemToObject(root, "name_expressions", strings_json(&slice->name_expressions));
   cJSON_AddItemToObject(root, "includes", strings_json(&slice->includes));
   cJSON_AddItemToObject(root, "dependencies", strings_json(&slice->dependencies));
+  cJSON_AddItemToObject(root, "variables", strings_json(&slice->variables));
   cJSON_AddItemToObject(root, "options", strings_json(&slice->options));
   cJSON_AddItemToObject(root, "codegen", strings_json(&slice->codegen));
   cJSON_AddStringToObject(root, "source", slice->source);

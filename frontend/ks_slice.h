@@ -27,6 +27,10 @@ typedef struct ks_slice {
   ks_strings includes;           /* toolkit headers it #includes */
   ks_strings dependencies;       /* qualified names of what it pulled in, in
                                     order, for reports and tests */
+  ks_strings variables;           /* the __constant__ and __device__ variables
+                                    it reads or writes (qualified names):
+                                    state the program may set, which a
+                                    capture does not hold */
   ks_strings options;            /* NVRTC options the unit needs besides the
                                     architecture and standard: "-rdc=true"
                                     when device code launches kernels */

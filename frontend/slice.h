@@ -165,6 +165,10 @@ void ks_slice_locate_macro(ks_slicer *s, slice_macro *m);
 
 /* slice_deps.c: the closure from the kernel; fails with a one-line reason. */
 int ks_slice_closure(ks_slicer *s, const char *const *instance_args, size_t ninstance);
+/* A variable in device memory (__constant__ or __device__, not __shared__):
+ * state the program may set (cudaMemcpyToSymbol), which a capture does not
+ * hold. */
+bool ks_slice_device_variable(CXCursor c);
 
 /* Types used by name where no reference leads (the arguments of an
  * instance): their declarations join the closure. */

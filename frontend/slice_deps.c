@@ -61,6 +61,13 @@ static attr_find attrs_of(CXCursor c) {
   return a;
 }
 
+bool ks_slice_device_variable(CXCursor c) {
+  if (clang_getCursorKind(c) != CXCursor_VarDecl)
+    return false;
+  attr_find a = attrs_of(c);
+  return (a.constant || a.device) && !a.shared;
+}
+
 static bool is_function(enum CXCursorKind k) {
   return k == CXCursor_FunctionDecl || k == CXCursor_FunctionTemplate || k == CXCursor_CXXMethod ||
          k == CXCursor_Constructor || k == CXCursor_Destructor ||

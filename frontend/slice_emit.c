@@ -537,6 +537,8 @@ int ks_slice_emit(ks_slicer *s, ks_arena *arena, ks_slice *out) {
         dup = !strcmp(out->dependencies.items[k], it->name);
       if (!dup)
         *ks_array_push(arena, &out->dependencies) = ks_arena_strdup(arena, it->name);
+      if (!dup && ks_slice_device_variable(it->cursor))
+        *ks_array_push(arena, &out->variables) = ks_arena_strdup(arena, it->name);
     }
   }
   copy_strings(arena, &macro_names, &out->dependencies);

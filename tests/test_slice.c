@@ -399,6 +399,10 @@ static void what_a_slice_carries(void **state) {
   assert_non_null(strstr(src, "namespace feat {"));
   assert_non_null(strstr(src, "using namespace feat;"));
   assert_non_null(strstr(src, "__constant__ float coefficients[4]"));
+  /* ... and named as the device state a capture does not hold; the
+   * types and functions are not. */
+  assert_true(has(&r->slice.variables, "coefficients"));
+  assert_int_equal(r->slice.variables.len, 1);
   assert_non_null(strstr(src, "enum class Mode"));
   assert_non_null(strstr(src, "namespace {\n"));
   assert_non_null(strstr(src, "typedef struct {\n  float x, y;\n} Point;"));

@@ -61,6 +61,23 @@ static unsigned long long output_bytes(const ks_workload *w) {
   return n;
 }
 
+/* What a capture may have missed, most likely first: the device
+ * variables the slice names (the program sets them; a capture holds only
+ * the launch's buffers), else the general causes. */
+static const char *not_captured(ks_arena *a, const ks_slice *slice) {
+  if (!slice->variables.len)
+    return "constant memory, a texture, pointers stored in a buffer";
+  ks_buf b = KS_BUF_INIT;
+  for (size_t i = 0; i < slice->variables.len; i++)
+    ks_buf_addf(&b, "%s'%s'", i ? ", " : "", slice->variables.items[i]);
+  const char *r = ks_arena_printf(a, "it reads the __constant__ or __device__ variable%s %s, which "
+                                     "the program sets (cudaMemcpyToSymbol) and a capture does "
+                                     "not hold",
+                                  slice->variables.len == 1 ? "" : "s", b.data);
+  ks_buf_release(&b);
+  return r;
+}
+
 /* Each captured launch replayed with the original before it serves as a
  * test input: one whose outputs the original does not reproduce (within
  * tolerance) missed something the kernel reads, and is left out. */
@@ -85,10 +102,10 @@ static int replay_captures(ks_pipeline *p, ks_pipeline_kernel *kj) {
         if (o->has_capture && o->capture_mismatches)
           why = ks_arena_printf(a, "the original does not reproduce it ('%s' differs at %llu of "
                                    "%llu elements, first at %lld: %g captured, %g replayed): "
-                                   "the kernel reads something the capture does not hold "
-                                   "(constant memory, a texture, pointers stored in a buffer)",
+                                   "the kernel reads something the capture does not hold (%s)",
                                 o->buffer, o->capture_mismatches, o->count,
-                                o->capture_first_diff, o->capture_expected, o->capture_got);
+                                o->capture_first_diff, o->capture_expected, o->capture_got,
+                                not_captured(a, &t->slice));
       }
     if (why) {
       ks_warn(ctx, "%s: captured %s left out: %s%s", t->subject.kernel, wl->size_name, why,
