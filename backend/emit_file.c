@@ -314,8 +314,11 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
           continue;
         }
         /* The variant launched in place of the pointer's call: the callee
-         * renamed is the kernel itself. */
+         * renamed is the kernel itself, by its qualified name where that
+         * can be written (not through an anonymous namespace). */
         direct.callee = ek->k->name;
+        if (ek->k->qualified_name && !strstr(ek->k->qualified_name, "(anonymous"))
+          direct.callee = ek->k->qualified_name;
       }
       size_t b = l->extent.begin.offset, en = l->extent.end.offset;
       ks_emit_variant ev = {.variant_name = ek->variant_name, .v = ek->v, .archs = ek->archs,
@@ -333,7 +336,10 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
         continue;
       }
       if (pointer)
-        one = ks_arena_printf(arena, "(%s == &%s\n ? %s\n : %s)", l->callee, ek->k->name, one,
+        /* Cast to the pointer's own type, as its assignment converted the
+         * kernel (a cast there makes the types differ). */
+        one = ks_arena_printf(arena, "(%s == (decltype(%s))&%s\n ? %s\n : %s)", l->callee,
+                              l->callee, direct.callee, one,
                               rep ? rep : launch_text);
       rep = one;
       used[ki] = true;

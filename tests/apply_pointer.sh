@@ -24,13 +24,13 @@ mark_sm90 "$repo/.kernelsmith"
 (cd "$repo" && "$bin" apply >"$tmp/patch" 2>"$tmp/apply.err")
 check "apply: exit 0" [ $? -eq 0 ]
 check "... nothing left as written" [ ! -s "$tmp/apply.err" ]
-check "... the pointer compared with the first kernel" grep -qF "+    (kernel == &scale_elems" "$tmp/patch"
-check "... then with the second" grep -qF "+     : (kernel == &offset_elems" "$tmp/patch"
+check "... the pointer compared with the first kernel" grep -qF "+    (kernel == (decltype(kernel))&scale_elems" "$tmp/patch"
+check "... then with the second" grep -qF "+     : (kernel == (decltype(kernel))&offset_elems" "$tmp/patch"
 check "... the launch as written last" grep -qF "+     : kernel<<<grid, threads>>>(d_dst, d_src, 3.0f, N_ELEMS)));" "$tmp/patch"
 check "... one site per kernel" [ "$(grep -c 'static ksrt::site ks_site("\(scale\|offset\)_elems", "pick.cu:' "$tmp/patch")" -eq 2 ]
 check "... both variants added" [ "$(grep -c '^+__global__ void .*_ks(' "$tmp/patch")" -eq 2 ]
 (cd "$repo" && "$bin" apply --write . >/dev/null 2>&1)
-check "apply --write" grep -qF "(kernel == &scale_elems" "$repo/pick.cu"
+check "apply --write" grep -qF "(kernel == (decltype(kernel))&scale_elems" "$repo/pick.cu"
 nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 if [ -x "$nvcc" ]; then
   (cd "$repo" && "$nvcc" -std=c++17 -arch=sm_90 -c pick.cu -o pick.o >"$tmp/nvcc.out" 2>&1)

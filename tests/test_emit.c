@@ -426,13 +426,21 @@ static void function_pointer(void **state) {
                                 "kernelsmith_dispatch.h", &out, &notes, NULL), 0);
   assert_int_equal(notes.len, 0);
   assert_non_null(out);
-  assert_non_null(strstr(out, "  (kern == &saxpy_kernel\n   ? [&] {\n"));
+  assert_non_null(strstr(out, "  (kern == (decltype(kern))&saxpy_kernel\n   ? [&] {\n"));
   assert_non_null(strstr(out, "saxpy_kernel_ks<<<"));
   assert_non_null(strstr(out, "   : kern<<<(len + 255) / 256, 256>>>(d_x, d_y, 2.0f, len));\n"));
   assert_non_null(strstr(out, "__global__ void saxpy_kernel_ks(const float *x"));
   if (getenv("KS_TEST_SHOW"))
     fputs(out, stdout);
   nvcc_compiles(out);
+  /* A kernel in a namespace is named with it, the variant too. */
+  k.qualified_name = "app::saxpy_kernel";
+  notes.len = 0;
+  assert_int_equal(ks_emit_file(&ctx, &arena, "/p/a.cu", text, &ek, 1, &l, 1,
+                                "kernelsmith_dispatch.h", &out, &notes, NULL), 0);
+  assert_non_null(strstr(out, "(kern == (decltype(kern))&app::saxpy_kernel\n"));
+  assert_non_null(strstr(out, "app::saxpy_kernel_ks<<<"));
+  k.qualified_name = NULL;
   /* A pointer that is not a plain name is evaluated once only: left alone. */
   l.callee = "table[i]";
   notes.len = 0;
