@@ -293,7 +293,11 @@ static int emit(ks_ctx *ctx, ks_arena *arena, const char *path, const char *text
       for (size_t i = 0; i < nkernels && ki == nkernels; i++)
         if (!skip[i] && usr && kernels[i].k->usr && !strcmp(usr, kernels[i].k->usr))
           ki = i;
-      if (ki == nkernels)
+      bool again = false;
+      for (size_t cj = ci + 1; pointer && cj < ncand && !again; cj++)
+        again = l->candidates.items[cj].kernel_usr && usr &&
+                !strcmp(l->candidates.items[cj].kernel_usr, usr);
+      if (ki == nkernels || again)
         continue;
       const ks_emit_kernel *ek = &kernels[ki];
       seen[ki] = true;
