@@ -29,7 +29,8 @@ check "... then with the second" grep -qF "+     : (kernel == (decltype(kernel))
 check "... the launch as written last" grep -qF "+     : kernel<<<grid, threads>>>(d_dst, d_src, 3.0f, N_ELEMS)));" "$tmp/patch"
 check "... one site per kernel" [ "$(grep -c 'static ksrt::site ks_site("\(scale\|offset\)_elems", "pick.cu:' "$tmp/patch")" -eq 2 ]
 check "... both variants added" [ "$(grep -c '^+__global__ void .*_ks(' "$tmp/patch")" -eq 2 ]
-(cd "$repo" && "$bin" apply --write . >/dev/null 2>&1)
+(cd "$repo" && "$bin" apply --write . >"$tmp/write.out" 2>&1)
+check "... says what it added" grep -q "patched pick.cu: 2 variants, 2 launch sites dispatched" "$tmp/write.out"
 check "apply --write" grep -qF "(kernel == (decltype(kernel))&scale_elems" "$repo/pick.cu"
 nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 if [ -x "$nvcc" ]; then

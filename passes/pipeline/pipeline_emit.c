@@ -268,10 +268,15 @@ int ks_pipeline_emit(ks_ctx *ctx, const ks_emit_request *r, ks_arena *a, ks_emit
       for (const char *q = strstr(updated, "if (!ks_site.take("); q;
            q = strstr(q + 1, "if (!ks_site.take("))
         nsites++;
+      /* The variants added: emit leaves out one that no launch dispatches. */
+      size_t nvariants = 0;
+      for (size_t k = 0; k < eks.len; k++)
+        nvariants += strstr(updated, eks.items[k].variant_name) &&
+                     !(text.data && strstr(text.data, eks.items[k].variant_name));
       *ks_array_push(a, &out->files) = (ks_file_change){
           .file = file, .path = path, .rel = rel,
           .original = ks_arena_strndup(a, text.data ? text.data : "", text.len),
-          .original_len = text.len, .text = updated, .nvariants = eks.len, .nsites = nsites,
+          .original_len = text.len, .text = updated, .nvariants = nvariants, .nsites = nsites,
           .edits = edits};
     }
     ks_buf_release(&text);
